@@ -1,0 +1,94 @@
+"""The error tree. Few, specific errors that carry the data a retry decision needs (SPEC §8).
+
+Adapters translate their SDK's exceptions into ``SendError`` subclasses at the boundary, so
+the core decides what to do from ``kind`` alone and never sees ``telegram.error`` or
+``SlackApiError``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class BotError(Exception):
+    """Base of every error Switchboard raises on purpose."""
+
+
+class ConfigError(BotError):
+    """The configuration is invalid; the message names the key path. Exit status 78."""
+
+
+class StoreError(BotError):
+    """The durable store cannot be opened or written."""
+
+
+class InstanceLocked(StoreError):
+    """Another Switchboard process holds the state directory."""
+
+
+class AgentError(BotError):
+    """An agent run failed; ``reason`` is what the user is told (SPEC §6)."""
+
+    def __init__(self, reason: str, *, detail: str = "") -> None:
+        super().__init__(detail or reason)
+        self.reason = reason
+        self.detail = detail
+
+
+class ChannelError(BotError):
+    """A channel-level failure (connection, credentials)."""
+
+
+class SendErrorKind(StrEnum):
+    RATE_LIMITED = "rate_limited"
+    TRANSIENT = "transient"
+    INVALID_REQUEST = "invalid_request"
+    FORBIDDEN = "forbidden"
+    TARGET_NOT_FOUND = "target_not_found"
+    AUTH_FAILED = "auth_failed"
+
+
+class SendError(ChannelError):
+    """A platform operation failed; ``kind`` decides retry, fallback or giving up."""
+
+    kind = SendErrorKind.TRANSIENT
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in (SendErrorKind.RATE_LIMITED, SendErrorKind.TRANSIENT)
+
+
+class RateLimited(SendError):
+    kind = SendErrorKind.RATE_LIMITED
+
+
+class TransientSendError(SendError):
+    kind = SendErrorKind.TRANSIENT
+
+
+class InvalidRequest(SendError):
+    """The platform rejected the payload; the next rendering fallback may pass."""
+
+    kind = SendErrorKind.INVALID_REQUEST
+
+
+class Forbidden(SendError):
+    kind = SendErrorKind.FORBIDDEN
+
+
+class TargetNotFound(SendError):
+    kind = SendErrorKind.TARGET_NOT_FOUND
+
+
+class AuthFailed(SendError):
+    """Credentials were refused; the channel is parked (SPEC §12)."""
+
+    kind = SendErrorKind.AUTH_FAILED
+
+
+class DownloadError(ChannelError):
+    """An inbound attachment could not be fetched (too large, gone, refused)."""

@@ -1,0 +1,148 @@
+"""Frozen rows the Store port returns and accepts (SPEC §11).
+
+They live in the kernel so the pipeline and the store agree on them without the kernel
+importing the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from bot.messages import ConversationKey, Delivery, InboundMessage
+
+
+class InboundStatus(StrEnum):
+    """Where an accepted inbound message is. ``accepted`` and ``running`` are unfinished."""
+
+    ACCEPTED = "accepted"
+    RUNNING = "running"
+    DROPPED = "dropped"
+    HANDLED = "handled"
+    FAILED = "failed"
+
+
+UNFINISHED_INBOUND = (InboundStatus.ACCEPTED, InboundStatus.RUNNING)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JournalEntry:
+    id: int
+    message: InboundMessage
+    correlation_id: str
+    status: InboundStatus
+    reason: str | None
+    key: ConversationKey | None
+    thread_id: str | None
+    recorded_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Conversation:
+    key: ConversationKey
+    thread_id: str
+    created_at: datetime
+    updated_at: datetime
+    ended_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageLink:
+    """A message the bot sent, and the conversation and thread it belongs to."""
+
+    key: ConversationKey
+    thread_id: str
+
+
+class OutboxState(StrEnum):
+    PENDING = "pending"
+    SENT = "sent"
+    DEAD = "dead"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutboxItem:
+    """A delivery to record before it is attempted (SPEC §8).
+
+    ``idempotency_key`` makes enqueueing the same operation twice (say, after a crash
+    between recording and marking a turn done) a no-op. ``key`` and ``thread_id`` let every
+    message it produces be linked back to its conversation.
+    """
+
+    idempotency_key: str
+    delivery: Delivery
+    key: ConversationKey
+    thread_id: str | None
+    correlation_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutboxRow:
+    id: int
+    item: OutboxItem
+    state: OutboxState
+    attempts: int
+    next_attempt_at: datetime
+    last_error: str | None
+    sent_message_ids: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+
+
+class ClarificationState(StrEnum):
+    PENDING = "pending"
+    ANSWERED = "answered"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Clarification:
+    """A question the agent asked, waiting for its answer (SPEC §7)."""
+
+    id: str
+    key: ConversationKey
+    thread_id: str
+    asked_user_id: str
+    question: str
+    options: tuple[str, ...]
+    question_message_id: str | None
+    created_at: datetime
+    expires_at: datetime
+    state: ClarificationState = ClarificationState.PENDING
+    answer: str | None = None
+
+
+class UserStatus(StrEnum):
+    APPROVED = "approved"
+    DENIED = "denied"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserAccess:
+    channel: str
+    user_id: str
+    status: UserStatus
+    changed_by: str
+    changed_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PairingRequest:
+    channel: str
+    user_id: str
+    display_name: str
+    chat_id: str
+    code: str
+    created_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditEntry:
+    at: datetime
+    actor: str
+    action: str
+    detail: str
