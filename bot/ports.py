@@ -5,7 +5,7 @@ The kernel depends only on these; ``bot/registry.py`` loads the configured imple
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -118,6 +118,11 @@ class Channel(Protocol):
         """Stop taking new platform events; sending keeps working (graceful drain)."""
         ...
 
+    async def wait_finished(self) -> None:
+        """Return when the channel's input ends by itself (console EOF); platform channels
+        never finish on their own."""
+        ...
+
     async def aclose(self) -> None: ...
 
     async def send_text(self, message: OutboundText) -> SentRef: ...
@@ -193,16 +198,26 @@ AgentEvent = TextDelta | ToolActivity | ClarificationRequest | FinalAnswer
 
 
 class AgentBackend(Protocol):
-    """An agent that keeps history per thread (SPEC §6). Failures raise ``AgentError``."""
+    """An agent that keeps history per thread (SPEC §6). Failures raise ``AgentError``.
+
+    Implementations are constructed as ``Backend(settings: bot.config.Settings)`` by the
+    registry (no I/O in ``__init__``), then ``start()``-ed. ``run`` yields events and ends
+    after a ``FinalAnswer`` or a ``ClarificationRequest``; the next ``run`` with
+    ``Turn.resume_answer`` set continues a paused run.
+    """
 
     @property
     def description(self) -> str:
         """One line for startup logs and ``/admin status`` (says so when offline)."""
         ...
 
+    async def start(self) -> None:
+        """Open what the backend needs (checkpointer, HTTP client); called once."""
+        ...
+
     async def create_thread(self) -> str: ...
 
-    def run(self, thread_id: str, turn: Turn) -> AsyncIterator[AgentEvent]: ...
+    def run(self, thread_id: str, turn: Turn) -> AsyncGenerator[AgentEvent, None]: ...
 
     async def cancel(self, thread_id: str) -> None:
         """Stop the thread's run where it executes (a remote server); local runs are

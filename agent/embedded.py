@@ -1,0 +1,287 @@
+"""The embedded agent backend: the LangGraph graph in-process, checkpoints in SQLite (SPEC §6).
+
+Checkpoints live in ``state_dir/agent.db`` (not the daemon's own database), so threads,
+history and pending clarifications survive restarts. A run streams the graph and translates it
+into ``AgentEvent`` values: assistant text tokens, tool activity, a clarification (then the run
+ends), and a final answer with the files presented during this turn.
+
+Cancelling the task that iterates ``run`` is how a local run is stopped. The next turn on the
+thread starts from the last checkpoint; ``agent.graph.close_dangling_tool_calls`` repairs a tool
+call the cancelled run left without a result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, cast
+
+import aiosqlite
+import httpx
+import openai
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.errors import GraphRecursionError
+from langgraph.graph import MessagesState
+from langgraph.types import Command, Interrupt, StreamMode
+
+from agent.graph import MODEL_NODE, AgentGraph, build_graph, chat_model
+from agent.tools import PRESENT_TOOL, build_tools
+from bot.config import Settings
+from bot.errors import AgentError
+from bot.ports import (
+    AgentEvent,
+    ClarificationRequest,
+    FinalAnswer,
+    PresentedFile,
+    TextDelta,
+    ToolActivity,
+    Turn,
+)
+from bot.workspace import ThreadWorkspace
+
+logger = logging.getLogger(__name__)
+
+RECURSION_LIMIT = 50
+_STREAM_MODES: list[StreamMode] = ["messages", "updates"]
+PART_SEPARATOR = "\n\n"
+
+
+class EmbeddedBackend:
+    """``AgentBackend`` running the graph of ``agent.graph`` in this process."""
+
+    def __init__(self, settings: Settings, *, max_retries: int = 2) -> None:
+        self._settings = settings
+        self._state_dir = settings.state_dir
+        self._max_retries = max_retries
+        self._conn: aiosqlite.Connection | None = None
+        self._http: httpx.AsyncClient | None = None
+        self._graph: AgentGraph | None = None
+
+    @property
+    def description(self) -> str:
+        model = self._settings.agent.model
+        if model.offline:
+            return "embedded LangGraph agent, offline echo model (no model API key configured)"
+        return f"embedded LangGraph agent, model {model.name} at {model.base_url}"
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self.start()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        agent = self._settings.agent
+        await asyncio.to_thread(self._state_dir.mkdir, parents=True, exist_ok=True)
+        self._conn = await aiosqlite.connect(self._state_dir / "agent.db")
+        checkpointer = AsyncSqliteSaver(self._conn)
+        await checkpointer.setup()
+        if not agent.model.offline:
+            self._http = httpx.AsyncClient()
+        model = chat_model(agent.model, max_retries=self._max_retries, http_async_client=self._http)
+        tools = build_tools(self._state_dir)
+        self._graph = build_graph(model, tools, agent.system_prompt, checkpointer)
+        logger.info("agent backend started: %s", self.description)
+
+    async def aclose(self) -> None:
+        self._graph = None
+        http, self._http = self._http, None
+        conn, self._conn = self._conn, None
+        try:
+            if http is not None:
+                await http.aclose()
+        finally:
+            if conn is not None:
+                await conn.close()
+
+    async def create_thread(self) -> str:
+        return uuid.uuid4().hex
+
+    async def cancel(self, thread_id: str) -> None:
+        """Nothing to do: the router cancels the task iterating ``run`` (see module doc)."""
+
+    async def run(self, thread_id: str, turn: Turn) -> AsyncIterator[AgentEvent]:
+        graph = self._require_graph()
+        workspace = ThreadWorkspace.for_thread(self._state_dir, thread_id)
+        await asyncio.to_thread(workspace.create)
+        config: RunnableConfig = {
+            "configurable": {"thread_id": thread_id},
+            "recursion_limit": RECURSION_LIMIT,
+        }
+        graph_input = await _graph_input(graph, config, turn, workspace)
+        recorder = _TurnRecorder()
+        try:
+            stream = graph.astream(
+                graph_input, config, stream_mode=_STREAM_MODES, durability="sync"
+            )
+            async with contextlib.aclosing(cast(AsyncGenerator[Any, None], stream)):
+                async for mode, chunk in stream:
+                    for event in recorder.feed(mode, chunk):
+                        yield event
+        except (openai.OpenAIError, GraphRecursionError, httpx.HTTPError) as exc:
+            raise translate_error(exc) from exc
+        yield recorder.outcome(workspace)
+
+    def _require_graph(self) -> AgentGraph:
+        if self._graph is None:
+            raise AgentError("The agent is not running.", detail="EmbeddedBackend not started")
+        return self._graph
+
+
+async def _graph_input(
+    graph: AgentGraph, config: RunnableConfig, turn: Turn, workspace: ThreadWorkspace
+) -> Command[Any] | MessagesState:
+    """Resume the pending question with the answer, or add the turn as a user message.
+
+    An answer for a thread with nothing pending (answered twice, or lost) is treated as an
+    ordinary message rather than failing the turn.
+    """
+    if turn.resume_answer is not None:
+        pending = (await graph.aget_state(config)).interrupts
+        if len(pending) == 1:
+            return Command(resume=turn.resume_answer)
+        if pending:
+            return Command(resume={pending[0].id: turn.resume_answer})
+        logger.info("no pending question on thread; treating the answer as a message")
+        text = turn.resume_answer
+    else:
+        text = turn.text
+    content = turn_message(text, turn, workspace)
+    return {"messages": [HumanMessage(content=content)]}
+
+
+def turn_message(text: str, turn: Turn, workspace: ThreadWorkspace) -> str:
+    """The user message the model sees: the text, then bracketed context lines."""
+    lines: list[str] = []
+    if turn.uploads:
+        lines.append("[The user attached files, saved in this conversation's workspace:]")
+        for upload in turn.uploads:
+            where = _workspace_path(upload.path, workspace)
+            lines.append(f"- {where} (name: {upload.name}, {upload.mime}, {upload.size} bytes)")
+    lines.extend(f"[Note: {note}]" for note in turn.notes)
+    if not lines:
+        return text
+    return f"{text}\n\n" + "\n".join(lines) if text else "\n".join(lines)
+
+
+def _workspace_path(path: Path, workspace: ThreadWorkspace) -> str:
+    try:
+        return path.resolve().relative_to(workspace.root).as_posix()
+    except ValueError:
+        return f"uploads/{path.name}"
+
+
+class _TurnRecorder:
+    """Turns the graph's ``messages`` and ``updates`` streams into agent events.
+
+    The final text is every assistant message of the turn joined by a blank line, and the
+    deltas include those separators, so the deltas always add up to the final text.
+    """
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._streamed: list[str] = []
+        self._files: dict[str, None] = {}
+        self._interrupt: Interrupt | None = None
+
+    def feed(self, mode: str, chunk: Any) -> list[AgentEvent]:
+        if mode == "messages":
+            message, metadata = chunk
+            if metadata.get("langgraph_node") == MODEL_NODE:
+                return self._on_token(message)
+            return []
+        events: list[AgentEvent] = []
+        for node, update in chunk.items():
+            if node == "__interrupt__":
+                self._interrupt = self._interrupt or update[0]
+            elif isinstance(update, dict):
+                for message in update.get("messages", []):
+                    events.extend(self._on_message(message))
+        return events
+
+    def _on_token(self, message: Any) -> list[AgentEvent]:
+        if not isinstance(message, AIMessageChunk) or not message.text:
+            return []
+        events: list[AgentEvent] = []
+        if not self._streamed and self._parts:
+            events.append(TextDelta(text=PART_SEPARATOR))
+        self._streamed.append(message.text)
+        events.append(TextDelta(text=message.text))
+        return events
+
+    def _on_message(self, message: Any) -> list[AgentEvent]:
+        if isinstance(message, ToolMessage):
+            if message.name == PRESENT_TOOL and isinstance(message.artifact, list):
+                self._files.update(dict.fromkeys(str(path) for path in message.artifact))
+            return []
+        if not isinstance(message, AIMessage):
+            return []
+        events: list[AgentEvent] = []
+        streamed, self._streamed = "".join(self._streamed), []
+        text = streamed or message.text
+        if text and not streamed:
+            if self._parts:
+                events.append(TextDelta(text=PART_SEPARATOR))
+            events.append(TextDelta(text=text))
+        if text:
+            self._parts.append(text)
+        events.extend(ToolActivity(name=call["name"]) for call in message.tool_calls)
+        return events
+
+    def outcome(self, workspace: ThreadWorkspace) -> ClarificationRequest | FinalAnswer:
+        if self._interrupt is not None:
+            return clarification_from(self._interrupt.value)
+        files = tuple(
+            PresentedFile(path=workspace.root / name, name=Path(name).name) for name in self._files
+        )
+        return FinalAnswer(text=PART_SEPARATOR.join(self._parts), files=files)
+
+
+def clarification_from(value: object) -> ClarificationRequest:
+    """Read an ``interrupt`` payload: ``{"question", "options"}`` or any other value."""
+    if isinstance(value, dict):
+        options = value.get("options") or []
+        return ClarificationRequest(
+            question=str(value.get("question", "")),
+            options=tuple(str(option) for option in options),
+        )
+    return ClarificationRequest(question=str(value))
+
+
+def translate_error(exc: BaseException) -> AgentError:
+    """A short user-facing reason (SPEC §6); the exception text goes to ``detail`` only."""
+    detail = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
+        reason = "The model did not answer in time."
+    elif isinstance(exc, openai.APIConnectionError | httpx.TransportError):
+        reason = "The model endpoint could not be reached."
+    elif isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        reason = "The model provider rejected the API key."
+    elif isinstance(exc, openai.RateLimitError):
+        reason = "The model provider is rate-limiting requests; please try again shortly."
+    elif isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
+        reason = f"The model provider had a server error (HTTP {exc.status_code})."
+    elif isinstance(exc, openai.APIStatusError):
+        reason = f"The model provider refused the request (HTTP {exc.status_code})."
+    elif isinstance(exc, GraphRecursionError):
+        reason = "The agent took too many steps and was stopped."
+    else:
+        reason = "The agent failed unexpectedly."
+    return AgentError(reason, detail=detail)

@@ -1,0 +1,154 @@
+"""The agent graph: a tool-calling loop (model → tools → model …) over ``MessagesState``.
+
+The system prompt is prepended at each model call and never stored in the thread, so it cannot
+leak into anything read back from the checkpoint. ``build_graph`` is what the embedded backend
+compiles (with its SQLite checkpointer); ``make_graph`` is the entry point ``langgraph dev``
+serves (``langgraph.json``): it reads its settings from environment variables and compiles
+without a checkpointer, because the server supplies its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt.tool_node import ToolInvocationError
+from pydantic import SecretStr
+
+from agent.offline_model import OfflineEchoModel
+from agent.tools import build_tools
+from bot.config import DEFAULT_MODEL_BASE_URL, AgentSettings, ModelSettings
+
+logger = logging.getLogger(__name__)
+
+AgentGraph = CompiledStateGraph[MessagesState, None, MessagesState, MessagesState]
+
+MODEL_NODE = "model"
+TOOLS_NODE = "tools"
+REQUEST_TIMEOUT_S = 120.0
+INTERRUPTED_TOOL_RESULT = (
+    "No result: this tool call was interrupted before it finished "
+    "(the run was stopped, or the user moved on without answering)."
+)
+
+
+def build_graph(
+    model: BaseChatModel,
+    tools: Sequence[BaseTool],
+    system_prompt: str,
+    checkpointer: BaseCheckpointSaver[str] | None,
+) -> AgentGraph:
+    """Compile the agent loop around ``model`` with ``tools`` bound."""
+    bound = model.bind_tools(list(tools))
+    system = SystemMessage(content=system_prompt)
+
+    async def call_model(state: MessagesState, config: RunnableConfig) -> MessagesState:
+        history = close_dangling_tool_calls(state["messages"])
+        reply = await bound.ainvoke([system, *history], config)
+        return {"messages": [reply]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node(MODEL_NODE, call_model)
+    builder.add_node(TOOLS_NODE, ToolNode(list(tools), handle_tool_errors=tool_error_message))
+    builder.add_edge(START, MODEL_NODE)
+    builder.add_conditional_edges(MODEL_NODE, tools_condition, {"tools": TOOLS_NODE, END: END})
+    builder.add_edge(TOOLS_NODE, MODEL_NODE)
+    return builder.compile(checkpointer=checkpointer, name="switchboard-agent")
+
+
+def tool_error_message(exc: Exception) -> str:
+    """What the model reads when a tool call fails; the run goes on (the tool boundary)."""
+    if isinstance(exc, ToolInvocationError):
+        return exc.message
+    logger.error("tool call failed", exc_info=exc)
+    return f"Error: the tool failed unexpectedly ({type(exc).__name__})."
+
+
+def close_dangling_tool_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Answer tool calls that never got a result, so the history stays valid for the API.
+
+    A cancelled run, or a new message sent instead of answering a clarification, leaves an
+    assistant tool call without its tool message; OpenAI-compatible endpoints reject that.
+    """
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    repaired: list[BaseMessage] = []
+    missing: list[BaseMessage] = []
+    for message in messages:
+        if missing and not isinstance(message, ToolMessage):
+            repaired.extend(missing)
+            missing = []
+        repaired.append(message)
+        if isinstance(message, AIMessage):
+            missing = [
+                ToolMessage(
+                    content=INTERRUPTED_TOOL_RESULT, tool_call_id=call["id"], name=call["name"]
+                )
+                for call in message.tool_calls
+                if call["id"] is not None and call["id"] not in answered
+            ]
+    repaired.extend(missing)
+    return repaired
+
+
+def chat_model(
+    settings: ModelSettings,
+    *,
+    max_retries: int = 2,
+    timeout_s: float = REQUEST_TIMEOUT_S,
+    http_async_client: httpx.AsyncClient | None = None,
+) -> BaseChatModel:
+    """``ChatOpenAI`` for the configured endpoint, or the offline echo model (SPEC §2).
+
+    An endpoint without a key (a local vLLM or Ollama) gets a placeholder key, because the
+    OpenAI client refuses to start without one.
+    """
+    if settings.offline:
+        return OfflineEchoModel()
+    key = settings.api_key if settings.api_key and settings.api_key.get_secret_value() else None
+    return ChatOpenAI(
+        model=settings.name,
+        base_url=settings.base_url,
+        api_key=key or SecretStr("not-needed"),
+        streaming=True,
+        max_retries=max_retries,
+        timeout=timeout_s,
+        http_async_client=http_async_client,
+    )
+
+
+def settings_from_env() -> tuple[ModelSettings, Path, str]:
+    """Model settings, state dir and system prompt for ``langgraph dev`` (no YAML there)."""
+    key = os.environ.get("OPENAI_API_KEY") or None
+    model = ModelSettings(
+        base_url=os.environ.get("OPENAI_BASE_URL") or DEFAULT_MODEL_BASE_URL,
+        api_key=SecretStr(key) if key else None,
+        name=os.environ.get("OPENAI_MODEL") or ModelSettings().name,
+    )
+    state_dir = Path(os.environ.get("SWITCHBOARD_STATE_DIR") or "./var")
+    prompt = os.environ.get("SWITCHBOARD_SYSTEM_PROMPT") or AgentSettings().system_prompt
+    return model, state_dir, prompt
+
+
+def make_graph(config: RunnableConfig | None = None) -> AgentGraph:
+    """Graph factory for ``langgraph dev`` / LangGraph Platform (see ``langgraph.json``).
+
+    Settings come from ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``OPENAI_MODEL``,
+    ``SWITCHBOARD_STATE_DIR`` and ``SWITCHBOARD_SYSTEM_PROMPT``; with no key and the default
+    endpoint the offline echo model answers. ``config`` is the server's per-run config; the
+    graph does not depend on it.
+    """
+    del config
+    model, state_dir, prompt = settings_from_env()
+    return build_graph(chat_model(model), build_tools(state_dir), prompt, checkpointer=None)

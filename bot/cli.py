@@ -1,0 +1,114 @@
+"""The ``switchboard`` command line (SPEC §13)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+from bot.config import Settings
+from bot.configfile import find_config_path, load_settings
+from bot.errors import ConfigError
+from bot.exit_codes import EXIT_CONFIG, EXIT_OK
+
+EXAMPLE_CONFIG = "switchboard.example.yaml"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="switchboard", description="Put a LangGraph agent into your team chats."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser("run", help="run the daemon in the foreground (what systemd runs)")
+    chat = commands.add_parser("chat", help="talk to the agent in this terminal")
+    check = commands.add_parser("check", help="validate the configuration")
+    for sub in (run, chat, check):
+        sub.add_argument("-c", "--config", type=Path, help="config file (default: "
+                         "$SWITCHBOARD_CONFIG or ./switchboard.yaml)")  # fmt: skip
+    chat.add_argument("-v", "--verbose", action="store_true", help="show log lines while chatting")
+    check.add_argument("--json", action="store_true", help="print the result as JSON")
+    init = commands.add_parser("init", help="write a commented example configuration")
+    init.add_argument("path", nargs="?", type=Path, default=Path("switchboard.yaml"))
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "init":
+        return _init(args.path, force=args.force)
+    try:
+        path = find_config_path(args.config, os.environ)
+        settings = load_settings(path, os.environ)
+    except ConfigError as exc:
+        print(f"switchboard: configuration error\n{exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    if args.command == "check":
+        return _check(path, settings, as_json=args.json)
+    verbose = bool(getattr(args, "verbose", False))
+    return _run(path, settings, chat=args.command == "chat", verbose=verbose)
+
+
+def _run(path: Path, settings: Settings, *, chat: bool, verbose: bool) -> int:
+    from bot.app import Daemon, DaemonOptions  # noqa: PLC0415 - keep `check`/`init` light
+    from bot.logs import configure_logging  # noqa: PLC0415
+
+    if chat:
+        settings = _chat_settings(settings)
+    quiet = chat and not verbose
+    configure_logging(settings.log, level_override="WARNING" if quiet else None)
+    options = DaemonOptions(config_path=path, chat=chat, install_signals=True)
+    if chat:
+        print("Switchboard chat — type a message, /help for commands, Ctrl-D to quit.")
+    return asyncio.run(Daemon(settings, options).run())
+
+
+def _chat_settings(settings: Settings) -> Settings:
+    """The terminal user is the operator: console DMs are open and the user is an admin."""
+    console = settings.channels.console.model_copy(update={"enabled": True, "dm_policy": "open"})
+    channels = settings.channels.model_copy(update={"console": console})
+    admin = f"console:{console.user_id}"
+    access = settings.access.model_copy(update={"admins": (*settings.access.admins, admin)})
+    return settings.model_copy(update={"channels": channels, "access": access})
+
+
+def _check(path: Path, settings: Settings, *, as_json: bool) -> int:
+    enabled = sorted(settings.channels.enabled())
+    model = settings.agent.model
+    summary = {
+        "config": str(path),
+        "ok": True,
+        "state_dir": str(settings.state_dir),
+        "channels": enabled,
+        "agent": settings.agent.backend,
+        "model": "offline echo model" if model.offline else f"{model.name} at {model.base_url}",
+    }
+    if as_json:
+        print(json.dumps(summary))
+        return EXIT_OK
+    print(f"{path}: configuration is valid")
+    for key in ("state_dir", "channels", "agent", "model"):
+        value = summary[key]
+        shown = ", ".join(value) if isinstance(value, list) else value
+        print(f"  {key:<10} {shown or 'none enabled'}")
+    return EXIT_OK
+
+
+def _init(path: Path, *, force: bool) -> int:
+    if path.exists() and not force:
+        print(f"switchboard: {path} exists; use --force to overwrite", file=sys.stderr)
+        return EXIT_CONFIG
+    text = resources.files("bot").joinpath("templates", EXAMPLE_CONFIG).read_text("utf-8")
+    path.write_text(text, "utf-8")
+    print(f"wrote {path}; edit it, then run: switchboard check -c {path}")
+    return EXIT_OK
+
+
+def run_main() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

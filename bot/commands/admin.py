@@ -1,0 +1,126 @@
+"""Admin commands (SPEC §9). The registry refuses non-admins and audits every call."""
+
+from __future__ import annotations
+
+from bot.commands.registry import Command, CommandCall, CommandRegistry
+from bot.hub import ALL_CHANNELS
+from bot.markdown_text import code
+from bot.messages import utc_now
+from bot.records import OutboxState, UserStatus
+
+KNOWN_CHANNELS = ("telegram", "slack", "feishu", "dingtalk", "console")
+
+
+def _user_arg(call: CommandCall) -> tuple[str, str] | None:
+    """``<user>`` is a user id on this channel, or ``<channel>:<user id>``."""
+    if len(call.args) != 1:
+        return None
+    channel, sep, user = call.args[0].partition(":")
+    if sep and channel in KNOWN_CHANNELS and user:
+        return channel, user
+    return call.message.channel, call.args[0]
+
+
+async def _admin(call: CommandCall) -> str:
+    if call.args[:1] != ("status",):
+        return "Usage: `/admin status`"
+    env = call.env
+    lines = ["**Channels**"]
+    for name in env.hub.names():
+        state = env.hub.state(name)
+        reason = env.hub.reason(name)
+        paused = " (paused)" if env.hub.is_paused(name) else ""
+        lines.append(f"- {name}: {state}{paused}{f' — {reason}' if reason else ''}")
+    counts = await env.store.outbox.counts()
+    lines += [
+        f"Inbound queue: {env.bus.depth}/{env.bus.capacity}",
+        f"Active runs: {env.lanes.active_runs}, queued in conversations: {env.lanes.queued}",
+        f"Outbox: {counts[OutboxState.PENDING]} pending, {counts[OutboxState.DEAD]} dead",
+        f"Conversations: {await env.store.conversations.count()}",
+        f"Agent: {env.agent_description}",
+    ]
+    return "\n".join(lines)
+
+
+async def _set_user(call: CommandCall, status: UserStatus) -> str:
+    target = _user_arg(call)
+    verb = "allow" if status is UserStatus.APPROVED else "deny"
+    if target is None:
+        return f"Usage: `/{verb} <user id>` or `/{verb} <channel>:<user id>`"
+    channel, user = target
+    await call.env.store.access.set_status(channel, user, status, call.actor)
+    done = "may now talk to the bot" if status is UserStatus.APPROVED else "is now blocked"
+    return f"{code(f'{channel}:{user}')} {done}."
+
+
+async def _allow(call: CommandCall) -> str:
+    return await _set_user(call, UserStatus.APPROVED)
+
+
+async def _deny(call: CommandCall) -> str:
+    return await _set_user(call, UserStatus.DENIED)
+
+
+async def _pairing(call: CommandCall) -> str:
+    requests = await call.env.store.access.pending_pairings(utc_now())
+    if not requests:
+        return "No pending access requests."
+    lines = ["**Pending access requests**"]
+    for request in requests:
+        who = request.display_name or request.user_id
+        lines.append(
+            f"- {code(request.code)} {who} ({code(f'{request.channel}:{request.user_id}')}), "
+            f"expires {request.expires_at:%H:%M} UTC"
+        )
+    lines.append("Approve with `/approve <code>`.")
+    return "\n".join(lines)
+
+
+async def _approve(call: CommandCall) -> str:
+    if len(call.args) != 1:
+        return "Usage: `/approve <code>`"
+    request = await call.env.store.access.take_pairing(call.args[0].upper(), utc_now())
+    if request is None:
+        return f"No pending request with code {code(call.args[0])} (it may have expired)."
+    await call.env.store.access.set_status(
+        request.channel, request.user_id, UserStatus.APPROVED, call.actor
+    )
+    who = request.display_name or request.user_id
+    return f"Approved {who} ({code(f'{request.channel}:{request.user_id}')})."
+
+
+async def _pause_switch(call: CommandCall, *, paused: bool) -> str:
+    target = call.args[0] if call.args else ALL_CHANNELS
+    if target != ALL_CHANNELS and target not in call.env.hub.names():
+        return f"Unknown channel {code(target)}; running: {', '.join(call.env.hub.names())}."
+    await call.env.hub.set_paused(target, paused=paused)
+    scope = "all channels" if target == ALL_CHANNELS else target
+    if paused:
+        return f"Paused {scope}: new messages get no agent turn until `/resume`."
+    return f"Resumed {scope}."
+
+
+async def _pause(call: CommandCall) -> str:
+    return await _pause_switch(call, paused=True)
+
+
+async def _resume(call: CommandCall) -> str:
+    return await _pause_switch(call, paused=False)
+
+
+async def _reload(call: CommandCall) -> str:
+    return await call.env.reload(call.actor)
+
+
+def register_admin_commands(registry: CommandRegistry) -> None:
+    for name, usage, summary, handler in (
+        ("admin", "/admin status", "channels, queues, runs and outbox", _admin),
+        ("allow", "/allow <user>", "let a user talk to the bot", _allow),
+        ("deny", "/deny <user>", "block a user", _deny),
+        ("pairing", "/pairing", "list pending access requests", _pairing),
+        ("approve", "/approve <code>", "approve an access request", _approve),
+        ("pause", "/pause [channel]", "stop taking new turns (all channels by default)", _pause),
+        ("resume", "/resume [channel]", "take new turns again", _resume),
+        ("reload", "/reload", "re-read the configuration file", _reload),
+    ):
+        registry.add(Command(name=name, usage=usage, summary=summary, handler=handler, admin=True))

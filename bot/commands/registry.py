@@ -1,0 +1,83 @@
+"""The command registry: small async handlers that answer without running the agent (SPEC §9)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from bot.access import Role
+from bot.bus import InboundBus
+from bot.config import Settings
+from bot.hub import ChannelHub
+from bot.lanes import Lanes
+from bot.messages import ConversationKey, InboundMessage
+from bot.ports import Store
+from bot.sessions import Sessions
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandEnv:
+    """What command handlers may use; built once by the composition root."""
+
+    settings: Callable[[], Settings]
+    store: Store
+    hub: ChannelHub
+    lanes: Lanes
+    sessions: Sessions
+    bus: InboundBus
+    agent_description: str
+    stop_conversation: Callable[[ConversationKey], Awaitable[tuple[bool, int]]]
+    reload: Callable[[str], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandCall:
+    message: InboundMessage
+    key: ConversationKey
+    args: tuple[str, ...]
+    raw_args: str
+    role: Role
+    env: CommandEnv
+
+    @property
+    def actor(self) -> str:
+        return self.message.user_ref
+
+
+Handler = Callable[[CommandCall], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Command:
+    name: str
+    usage: str
+    summary: str
+    handler: Handler
+    admin: bool = False
+
+
+class CommandRegistry:
+    def __init__(self) -> None:
+        self._commands: dict[str, Command] = {}
+
+    def add(self, command: Command) -> None:
+        self._commands[command.name] = command
+
+    def get(self, name: str) -> Command | None:
+        return self._commands.get(name)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self._commands)
+
+    def visible_to(self, role: Role) -> list[Command]:
+        return [c for c in self._commands.values() if role is Role.ADMIN or not c.admin]
+
+    async def dispatch(self, name: str, call: CommandCall) -> str:
+        command = self._commands[name]
+        if command.admin and call.role is not Role.ADMIN:
+            return f"`/{name}` is for admins only."
+        reply = await command.handler(call)
+        if command.admin:
+            await call.env.store.audit.record(call.actor, f"/{name}", call.raw_args)
+        return reply

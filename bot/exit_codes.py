@@ -1,0 +1,7 @@
+"""Process exit statuses (SPEC §13), from ``sysexits.h``."""
+
+EXIT_OK = 0
+EXIT_TEMPFAIL = 75
+"""A temporary failure; systemd restarts the unit."""
+EXIT_CONFIG = 78
+"""A configuration error; ``RestartPreventExitStatus=78`` keeps systemd from looping."""

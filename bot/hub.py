@@ -1,0 +1,82 @@
+"""The running channels, their states and their pause switches.
+
+Pause state is persisted in the store's settings so ``/pause`` survives a restart (SPEC §9).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from enum import StrEnum
+
+from bot.ports import Channel, SettingsStore
+
+logger = logging.getLogger(__name__)
+
+ALL_CHANNELS = "*"
+
+
+class ChannelState(StrEnum):
+    STARTING = "starting"
+    RUNNING = "running"
+    RECONNECTING = "reconnecting"
+    PARKED = "parked"
+    STOPPED = "stopped"
+
+
+def _pause_setting(channel: str) -> str:
+    return f"paused.{channel}"
+
+
+class ChannelHub:
+    def __init__(self, settings: SettingsStore) -> None:
+        self._settings = settings
+        self._channels: dict[str, Channel] = {}
+        self._states: dict[str, ChannelState] = {}
+        self._reasons: dict[str, str] = {}
+        self._paused: set[str] = set()
+
+    def add(self, channel: Channel) -> None:
+        self._channels[channel.name] = channel
+        self._states[channel.name] = ChannelState.STARTING
+
+    def get(self, name: str) -> Channel | None:
+        return self._channels.get(name)
+
+    def __iter__(self) -> Iterator[Channel]:
+        return iter(list(self._channels.values()))
+
+    def names(self) -> list[str]:
+        return list(self._channels)
+
+    def state(self, name: str) -> ChannelState:
+        return self._states.get(name, ChannelState.STOPPED)
+
+    def reason(self, name: str) -> str:
+        return self._reasons.get(name, "")
+
+    def set_state(self, name: str, state: ChannelState, reason: str = "") -> None:
+        previous = self._states.get(name)
+        self._states[name] = state
+        self._reasons[name] = reason
+        if previous != state:
+            logger.info("channel %s: %s -> %s %s", name, previous, state, reason)
+
+    def usable(self, name: str) -> bool:
+        """Whether sends to this channel should be attempted now."""
+        return self.state(name) in (ChannelState.RUNNING, ChannelState.STARTING)
+
+    async def load_pauses(self) -> None:
+        for name in [*self._channels, ALL_CHANNELS]:
+            if await self._settings.get(_pause_setting(name)):
+                self._paused.add(name)
+
+    def is_paused(self, channel: str) -> bool:
+        return channel in self._paused or ALL_CHANNELS in self._paused
+
+    async def set_paused(self, channel: str, *, paused: bool) -> None:
+        if paused:
+            self._paused.add(channel)
+        else:
+            self._paused.discard(channel)
+        await self._settings.set(_pause_setting(channel), "1" if paused else None)

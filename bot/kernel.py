@@ -1,0 +1,145 @@
+"""Wiring of the kernel objects around a store, an agent and a set of channels."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from bot.access import AccessControl
+from bot.bus import InboundBus
+from bot.clarifications import Clarifications
+from bot.commands import CommandEnv, CommandRegistry, default_registry
+from bot.config import Settings
+from bot.delivery import Outbox, RetryPolicy
+from bot.hub import ChannelHub
+from bot.intake import Intake
+from bot.lanes import Lanes
+from bot.maintenance import Housekeeping
+from bot.observe import Counters
+from bot.ports import AgentBackend, Channel, ChannelCapabilities, Store
+from bot.ratelimit import RateLimiter
+from bot.recovery import notice_sender, recover
+from bot.router import Router, RouterDeps
+from bot.sessions import Sessions
+from bot.turns import TurnDeps, TurnRunner
+
+logger = logging.getLogger(__name__)
+
+ReloadFn = Callable[[str], Awaitable[str]]
+
+
+@dataclass(kw_only=True)
+class Kernel:
+    settings: Callable[[], Settings]
+    store: Store
+    agent: AgentBackend
+    hub: ChannelHub
+    bus: InboundBus
+    intake: Intake
+    outbox: Outbox
+    lanes: Lanes
+    router: Router
+    sessions: Sessions
+    commands: CommandRegistry
+    counters: Counters
+    housekeeping: Housekeeping
+    clarifications: Clarifications
+
+    def caps_of(self, channel: str) -> ChannelCapabilities | None:
+        found = self.hub.get(channel)
+        return found.capabilities if found is not None else None
+
+    def command_env_reload(self, reload: ReloadFn) -> None:
+        self.router.command_env = CommandEnv(
+            settings=self.settings,
+            store=self.store,
+            hub=self.hub,
+            lanes=self.lanes,
+            sessions=self.sessions,
+            bus=self.bus,
+            agent_description=self.agent.description,
+            stop_conversation=self.router.stop_conversation,
+            reload=reload,
+        )
+
+    async def prepare(self) -> None:
+        """Restore persisted state and requeue unfinished work before intake opens."""
+        await self.hub.load_pauses()
+        notify = notice_sender(self.outbox.submit, self.sessions, self.caps_of)
+        await recover(self.store, self.bus, notify)
+
+    async def stop_intake(self) -> None:
+        for channel in self.hub:
+            try:
+                await channel.stop_intake()
+            except Exception:
+                logger.exception("channel %s failed to stop intake", channel.name)
+
+    async def close_channels(self) -> None:
+        for channel in self.hub:
+            try:
+                await channel.aclose()
+            except Exception:
+                logger.exception("channel %s failed to close", channel.name)
+
+    async def wait_channels_finished(self) -> None:
+        channels = list(self.hub)
+        if not channels:
+            await asyncio.Event().wait()
+        await asyncio.gather(*(channel.wait_finished() for channel in channels))
+
+
+def build_kernel(
+    settings: Callable[[], Settings],
+    store: Store,
+    agent: AgentBackend,
+    channels: Sequence[Channel],
+) -> Kernel:
+    current = settings()
+    counters = Counters()
+    hub = ChannelHub(store.settings)
+    limiter = RateLimiter()
+    for channel in channels:
+        hub.add(channel)
+        caps = channel.capabilities
+        limiter.configure(
+            channel.name,
+            per_chat_interval_s=caps.per_chat_interval_s,
+            global_rate_per_s=caps.global_rate_per_s,
+        )
+    bus = InboundBus(current.daemon.inbound_queue_size)
+    outbox = Outbox(
+        store, hub, limiter, counters, RetryPolicy(max_attempts=current.daemon.outbox_max_attempts)
+    )
+    sessions = Sessions(settings, store, agent, lambda name: _threads(hub, name))
+    clarifications = Clarifications(store, lambda: settings().conversations.clarification_ttl_s)
+    runner = TurnRunner(
+        TurnDeps(
+            settings=settings, store=store, agent=agent, hub=hub, sessions=sessions,
+            outbox=outbox, limiter=limiter, clarifications=clarifications, counters=counters,
+        )
+    )  # fmt: skip
+    lanes = Lanes(runner, current.agent.max_concurrent_runs)
+    commands = default_registry()
+    router = Router(
+        RouterDeps(
+            settings=settings, store=store, bus=bus, hub=hub,
+            access=AccessControl(settings, store), commands=commands,
+            clarifications=clarifications, sessions=sessions, lanes=lanes, outbox=outbox,
+            counters=counters,
+        )
+    )  # fmt: skip
+    return Kernel(
+        settings=settings, store=store, agent=agent, hub=hub, bus=bus,
+        intake=Intake(store, bus, counters), outbox=outbox, lanes=lanes, router=router,
+        sessions=sessions, commands=commands, counters=counters,
+        housekeeping=Housekeeping(settings, store, hub, outbox, clarifications),
+        clarifications=clarifications,
+    )  # fmt: skip
+
+
+def _threads(hub: ChannelHub, name: str) -> bool:
+    channel = hub.get(name)
+    return channel is not None and channel.capabilities.threads

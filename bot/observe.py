@@ -1,0 +1,76 @@
+"""Metrics and the structured log lines every handled or dropped message produces (SPEC §10, §13).
+
+Metrics use ``prometheus_client`` on a per-daemon registry, so tests and several daemons in
+one process never share counters.
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import StrEnum
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from bot.messages import InboundMessage
+
+logger = logging.getLogger(__name__)
+
+
+class DropReason(StrEnum):
+    """Machine-readable reasons a message got no agent turn (SPEC §10)."""
+
+    NOT_ALLOWED = "not_allowed"
+    NOT_ADDRESSED = "not_addressed"
+    PAUSED = "paused"
+    DUPLICATE = "duplicate"
+    QUEUE_FULL = "queue_full"
+    BUSY = "busy"
+    FROM_BOT = "from_bot"
+
+
+class Counters:
+    """The daemon's Prometheus metrics."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.inbound_total = Counter(
+            "switchboard_inbound_messages",
+            "Inbound messages by channel and outcome.",
+            ["channel", "outcome"],
+            registry=self.registry,
+        )
+        self.runs_active = Gauge(
+            "switchboard_runs_active", "Agent runs in progress.", registry=self.registry
+        )
+        self.run_seconds = Histogram(
+            "switchboard_run_duration_seconds",
+            "Agent run duration by outcome.",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.first_reply_seconds = Histogram(
+            "switchboard_time_to_first_reply_seconds",
+            "Time from receiving a message to the first visible reply.",
+            registry=self.registry,
+        )
+        self.send_errors = Counter(
+            "switchboard_send_errors",
+            "Failed platform operations by channel and error kind.",
+            ["channel", "kind"],
+            registry=self.registry,
+        )
+
+    def inbound(self, channel: str, outcome: str) -> None:
+        self.inbound_total.labels(channel=channel, outcome=outcome).inc()
+
+
+def log_drop(message: InboundMessage, reason: DropReason) -> None:
+    """One line per dropped message; never its text (SPEC §10)."""
+    logger.info(
+        "dropped channel=%s chat=%s message=%s user=%s reason=%s",
+        message.channel,
+        message.chat_id,
+        message.message_id,
+        message.sender.id,
+        reason,
+    )

@@ -1,0 +1,47 @@
+"""Inbound attachments → the thread's ``uploads/`` (SPEC §6).
+
+Downloads are size-capped by the adapter; a failed download becomes a note for the agent
+and the turn still runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from bot.errors import ChannelError
+from bot.messages import InboundMessage
+from bot.ports import Channel, SavedUpload
+from bot.workspace import ThreadWorkspace, safe_file_name, unique_path
+
+logger = logging.getLogger(__name__)
+
+
+async def save_uploads(
+    channel: Channel,
+    messages: Sequence[InboundMessage],
+    workspace: ThreadWorkspace,
+    max_bytes: int,
+) -> tuple[tuple[SavedUpload, ...], tuple[str, ...]]:
+    saved: list[SavedUpload] = []
+    notes: list[str] = []
+    for message in messages:
+        for attachment in message.attachments:
+            name = safe_file_name(attachment.name, fallback=f"{attachment.kind}")
+            if attachment.size is not None and attachment.size > max_bytes:
+                notes.append(f"The attachment {name!r} was not downloaded: it is larger than "
+                             f"the {max_bytes} byte limit.")  # fmt: skip
+                continue
+            try:
+                data = await channel.download(attachment, max_bytes=max_bytes)
+            except ChannelError as exc:
+                logger.warning("download failed channel=%s name=%s: %s", channel.name, name, exc)
+                notes.append(f"The attachment {name!r} could not be downloaded ({exc}).")
+                continue
+            path = unique_path(workspace.uploads, name)
+            await asyncio.to_thread(path.write_bytes, data)
+            saved.append(
+                SavedUpload(name=path.name, path=path, mime=attachment.mime, size=len(data))
+            )
+    return tuple(saved), tuple(notes)

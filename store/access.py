@@ -1,0 +1,144 @@
+"""Approved and denied users, and pending pairing codes (SPEC §10).
+
+A pairing code is one-time: ``take_pairing`` deletes it in the same transaction that reads it,
+so two admins approving the same code at once approve it once. Expired requests are deleted
+when they are taken and whenever a new request is added, so the table stays small.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+from typing import Final
+
+from typing_extensions import override
+
+from bot.ports import AccessStore
+from bot.records import PairingRequest, UserAccess, UserStatus
+from store.codec import to_db_time
+from store.db import Database
+from store.rows import Columns
+
+_PAIRINGS: Final = "SELECT * FROM pairing_requests"
+
+
+def _user(row: sqlite3.Row) -> UserAccess:
+    cols = Columns(row)
+    return UserAccess(
+        channel=cols.text("channel"),
+        user_id=cols.text("user_id"),
+        status=UserStatus(cols.text("status")),
+        changed_by=cols.text("changed_by"),
+        changed_at=cols.at("changed_at"),
+    )
+
+
+def _pairing(row: sqlite3.Row) -> PairingRequest:
+    cols = Columns(row)
+    return PairingRequest(
+        channel=cols.text("channel"),
+        user_id=cols.text("user_id"),
+        display_name=cols.text("display_name"),
+        chat_id=cols.text("chat_id"),
+        code=cols.text("code"),
+        created_at=cols.at("created_at"),
+        expires_at=cols.at("expires_at"),
+    )
+
+
+class SqliteAccessStore(AccessStore):
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    @override
+    async def status(self, channel: str, user_id: str) -> UserStatus | None:
+        row = await self._db.row(
+            "SELECT status FROM users WHERE channel = ? AND user_id = ?", (channel, user_id)
+        )
+        return None if row is None else UserStatus(Columns(row).text("status"))
+
+    @override
+    async def set_status(self, channel: str, user_id: str, status: UserStatus, by: str) -> None:
+        await self._db.write(
+            "INSERT INTO users (channel, user_id, status, changed_by, changed_at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel, user_id) DO UPDATE SET"
+            " status = excluded.status, changed_by = excluded.changed_by,"
+            " changed_at = excluded.changed_at",
+            (channel, user_id, status, by, to_db_time(self._db.now())),
+        )
+
+    @override
+    async def users(self, channel: str | None = None) -> list[UserAccess]:
+        if channel is None:
+            rows = await self._db.rows("SELECT * FROM users ORDER BY channel, user_id")
+        else:
+            rows = await self._db.rows(
+                "SELECT * FROM users WHERE channel = ? ORDER BY user_id", (channel,)
+            )
+        return [_user(row) for row in rows]
+
+    @override
+    async def pairing_for_user(
+        self, channel: str, user_id: str, now: datetime
+    ) -> PairingRequest | None:
+        """The user's newest unexpired request, if any."""
+        row = await self._db.row(
+            f"{_PAIRINGS} WHERE channel = ? AND user_id = ? AND expires_at > ?"
+            " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (channel, user_id, to_db_time(now)),
+        )
+        return None if row is None else _pairing(row)
+
+    @override
+    async def add_pairing(self, request: PairingRequest) -> None:
+        r = request
+        async with self._db.transaction() as tx:
+            await tx.write(
+                "DELETE FROM pairing_requests WHERE expires_at <= ?", (to_db_time(r.created_at),)
+            )
+            await tx.write(
+                "INSERT INTO pairing_requests (code, channel, user_id, display_name, chat_id,"
+                " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    r.code,
+                    r.channel,
+                    r.user_id,
+                    r.display_name,
+                    r.chat_id,
+                    to_db_time(r.created_at),
+                    to_db_time(r.expires_at),
+                ),
+            )
+
+    @override
+    async def pending_pairings(
+        self, now: datetime, channel: str | None = None
+    ) -> list[PairingRequest]:
+        """Unexpired requests, oldest first."""
+        order = "ORDER BY created_at, rowid"
+        if channel is None:
+            rows = await self._db.rows(
+                f"{_PAIRINGS} WHERE expires_at > ? {order}", (to_db_time(now),)
+            )
+        else:
+            rows = await self._db.rows(
+                f"{_PAIRINGS} WHERE expires_at > ? AND channel = ? {order}",
+                (to_db_time(now), channel),
+            )
+        return [_pairing(row) for row in rows]
+
+    @override
+    async def take_pairing(self, code: str, now: datetime) -> PairingRequest | None:
+        """Delete the request and return it, unless it had expired (then only delete)."""
+        async with self._db.transaction() as tx:
+            row = await tx.row(f"{_PAIRINGS} WHERE code = ?", (code,))
+            if row is None:
+                return None
+            await tx.write("DELETE FROM pairing_requests WHERE code = ?", (code,))
+        request = _pairing(row)
+        return request if request.expires_at > now else None
+
+    @override
+    async def drop_pairing(self, code: str) -> bool:
+        written = await self._db.write("DELETE FROM pairing_requests WHERE code = ?", (code,))
+        return written.rowcount == 1

@@ -1,0 +1,142 @@
+"""The inbound journal: dedupe key and crash-recovery record of every accepted message.
+
+A row is unique on (channel, account_id, chat_id, message_id). ``record`` relies on
+``INSERT ... ON CONFLICT DO NOTHING`` so two deliveries of one event racing each other (or two
+processes) still journal it once.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime
+from typing import Final
+
+from typing_extensions import override
+
+from bot.messages import ConversationKey, InboundMessage
+from bot.ports import InboundJournal
+from bot.records import UNFINISHED_INBOUND, InboundStatus, JournalEntry
+from store.codec import decode_inbound, encode_inbound, to_db_time
+from store.db import Database, Params
+from store.rows import Columns, key_values
+
+_SELECT: Final = "SELECT * FROM inbound"
+_UNFINISHED: Final = json.dumps([str(status) for status in UNFINISHED_INBOUND])
+
+
+def _entry(row: sqlite3.Row) -> JournalEntry:
+    cols = Columns(row)
+    return JournalEntry(
+        id=cols.integer("id"),
+        message=decode_inbound(cols.text("message")),
+        correlation_id=cols.text("correlation_id"),
+        status=InboundStatus(cols.text("status")),
+        reason=cols.opt_text("reason"),
+        key=cols.opt_key("key_"),
+        thread_id=cols.opt_text("thread_id"),
+        recorded_at=cols.at("recorded_at"),
+        updated_at=cols.at("updated_at"),
+    )
+
+
+class SqliteInboundJournal(InboundJournal):
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    @override
+    async def record(self, message: InboundMessage, correlation_id: str) -> int | None:
+        now = to_db_time(self._db.now())
+        written = await self._db.write(
+            "INSERT INTO inbound (channel, account_id, chat_id, message_id, message,"
+            " correlation_id, status, recorded_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (channel, account_id, chat_id, message_id) DO NOTHING",
+            (
+                message.channel,
+                message.account_id,
+                message.chat_id,
+                message.message_id,
+                encode_inbound(message),
+                correlation_id,
+                InboundStatus.ACCEPTED,
+                now,
+                now,
+            ),
+        )
+        return written.lastrowid if written.rowcount == 1 else None
+
+    @override
+    async def update(
+        self,
+        entry_id: int,
+        status: InboundStatus,
+        *,
+        reason: str | None = None,
+        key: ConversationKey | None = None,
+        thread_id: str | None = None,
+    ) -> None:
+        """Set the status; ``reason``, ``key`` and ``thread_id`` change only when given."""
+        key_params: Params = (None,) * 5 if key is None else key_values(key)
+        await self._db.write(
+            "UPDATE inbound SET status = ?, updated_at = ?,"
+            " reason = COALESCE(?, reason),"
+            " key_channel = COALESCE(?, key_channel),"
+            " key_account_id = COALESCE(?, key_account_id),"
+            " key_chat_id = COALESCE(?, key_chat_id),"
+            " key_topic_id = COALESCE(?, key_topic_id),"
+            " key_user_id = COALESCE(?, key_user_id),"
+            " thread_id = COALESCE(?, thread_id)"
+            " WHERE id = ?",
+            (status, to_db_time(self._db.now()), reason, *key_params, thread_id, entry_id),
+        )
+
+    @override
+    async def get(self, entry_id: int) -> JournalEntry | None:
+        row = await self._db.row(f"{_SELECT} WHERE id = ?", (entry_id,))
+        return None if row is None else _entry(row)
+
+    @override
+    async def find(self, channel: str, message_id: str) -> list[JournalEntry]:
+        rows = await self._db.rows(
+            f"{_SELECT} WHERE message_id = ? AND channel = ? ORDER BY id", (message_id, channel)
+        )
+        return [_entry(row) for row in rows]
+
+    @override
+    async def unfinished(self) -> list[JournalEntry]:
+        """Accepted or running entries, oldest first: what a restart must resume."""
+        rows = await self._db.rows(
+            "SELECT * FROM inbound WHERE status IN (SELECT value FROM json_each(?)) ORDER BY id",
+            (_UNFINISHED,),
+        )
+        return [_entry(row) for row in rows]
+
+    @override
+    async def count_duplicate(self, message: InboundMessage) -> None:
+        await self._db.write(
+            "UPDATE inbound SET duplicates = duplicates + 1, last_duplicate_at = ?"
+            " WHERE channel = ? AND account_id = ? AND chat_id = ? AND message_id = ?",
+            (
+                to_db_time(self._db.now()),
+                message.channel,
+                message.account_id,
+                message.chat_id,
+                message.message_id,
+            ),
+        )
+
+    async def duplicates(self, entry_id: int) -> int:
+        """How many redeliveries of the entry arrived (not in the port; for ``trace``)."""
+        row = await self._db.row("SELECT duplicates FROM inbound WHERE id = ?", (entry_id,))
+        return 0 if row is None else Columns(row).integer("duplicates")
+
+    @override
+    async def prune(self, before: datetime) -> int:
+        """Forget finished entries recorded before ``before``; unfinished ones always stay."""
+        written = await self._db.write(
+            "DELETE FROM inbound WHERE recorded_at < ?"
+            " AND status NOT IN (SELECT value FROM json_each(?))",
+            (to_db_time(before), _UNFINISHED),
+        )
+        return written.rowcount

@@ -1,0 +1,191 @@
+"""The outbox: deliveries written down before they are attempted (SPEC §8).
+
+Rows move pending -> sent, or pending -> dead once the delivery code gives up; ``revive``
+puts dead rows back. ``attempts`` counts finished attempts: every ``mark_sent``,
+``mark_retry`` and ``mark_dead`` reports one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Final
+
+from typing_extensions import override
+
+from bot.errors import StoreError
+from bot.ports import OutboxStore
+from bot.records import OutboxItem, OutboxRow, OutboxState
+from store.codec import (
+    decode_delivery,
+    decode_strings,
+    encode_delivery,
+    encode_strings,
+    to_db_time,
+)
+from store.db import Database, Session
+from store.rows import Columns, key_values
+
+_SELECT: Final = "SELECT * FROM outbox"
+
+
+def _outbox_row(row: sqlite3.Row) -> OutboxRow:
+    cols = Columns(row)
+    item = OutboxItem(
+        idempotency_key=cols.text("idempotency_key"),
+        delivery=decode_delivery(cols.text("op"), cols.text("payload")),
+        key=cols.key(),
+        thread_id=cols.opt_text("thread_id"),
+        correlation_id=cols.text("correlation_id"),
+    )
+    return OutboxRow(
+        id=cols.integer("id"),
+        item=item,
+        state=OutboxState(cols.text("state")),
+        attempts=cols.integer("attempts"),
+        next_attempt_at=cols.at("next_attempt_at"),
+        last_error=cols.opt_text("last_error"),
+        sent_message_ids=decode_strings(cols.text("sent_message_ids")),
+        created_at=cols.at("created_at"),
+        updated_at=cols.at("updated_at"),
+    )
+
+
+class SqliteOutboxStore(OutboxStore):
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def _now(self) -> str:
+        return to_db_time(self._db.now())
+
+    @override
+    async def enqueue(self, items: Sequence[OutboxItem]) -> list[int]:
+        """Insert all items in one transaction; returns each item's row id, old or new."""
+        now = self._now()
+        async with self._db.transaction() as tx:
+            return [await self._insert(tx, item, now) for item in items]
+
+    async def _insert(self, tx: Session, item: OutboxItem, now: str) -> int:
+        op, payload = encode_delivery(item.delivery)
+        written = await tx.write(
+            "INSERT INTO outbox (idempotency_key, op, payload, channel, account_id, chat_id,"
+            " topic_id, user_id, thread_id, correlation_id, state, next_attempt_at,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (idempotency_key) DO NOTHING",
+            (
+                item.idempotency_key,
+                op,
+                payload,
+                *key_values(item.key),
+                item.thread_id,
+                item.correlation_id,
+                OutboxState.PENDING,
+                now,
+                now,
+                now,
+            ),
+        )
+        if written.rowcount == 1 and written.lastrowid is not None:
+            return written.lastrowid
+        row = await tx.row(
+            "SELECT id FROM outbox WHERE idempotency_key = ?", (item.idempotency_key,)
+        )
+        if row is None:
+            raise StoreError(f"outbox row {item.idempotency_key!r} vanished while enqueueing")
+        return Columns(row).integer("id")
+
+    @override
+    async def due(self, now: datetime, limit: int = 100) -> list[OutboxRow]:
+        """Pending rows whose time has come, in the order they were enqueued."""
+        rows = await self._db.rows(
+            f"{_SELECT} WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?",
+            (to_db_time(now), limit),
+        )
+        return [_outbox_row(row) for row in rows]
+
+    @override
+    async def next_due_at(self) -> datetime | None:
+        row = await self._db.row(
+            "SELECT MIN(next_attempt_at) AS at FROM outbox WHERE state = 'pending'"
+        )
+        return None if row is None else Columns(row).opt_at("at")
+
+    @override
+    async def get(self, row_id: int) -> OutboxRow | None:
+        row = await self._db.row(f"{_SELECT} WHERE id = ?", (row_id,))
+        return None if row is None else _outbox_row(row)
+
+    @override
+    async def mark_sent(self, row_id: int, message_ids: tuple[str, ...]) -> None:
+        await self._db.write(
+            "UPDATE outbox SET state = ?, attempts = attempts + 1, sent_message_ids = ?,"
+            " updated_at = ? WHERE id = ?",
+            (OutboxState.SENT, encode_strings(message_ids), self._now(), row_id),
+        )
+
+    @override
+    async def mark_retry(self, row_id: int, error: str, next_attempt_at: datetime) -> None:
+        await self._db.write(
+            "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?,"
+            " updated_at = ? WHERE id = ?",
+            (error, to_db_time(next_attempt_at), self._now(), row_id),
+        )
+
+    @override
+    async def mark_dead(self, row_id: int, error: str) -> None:
+        await self._db.write(
+            "UPDATE outbox SET state = ?, attempts = attempts + 1, last_error = ?,"
+            " updated_at = ? WHERE id = ?",
+            (OutboxState.DEAD, error, self._now(), row_id),
+        )
+
+    @override
+    async def listing(self, state: OutboxState | None = None, limit: int = 100) -> list[OutboxRow]:
+        """Rows (of one state, or all), newest first: what an operator wants to see."""
+        if state is None:
+            rows = await self._db.rows(f"{_SELECT} ORDER BY id DESC LIMIT ?", (limit,))
+        else:
+            rows = await self._db.rows(
+                f"{_SELECT} WHERE state = ? ORDER BY id DESC LIMIT ?", (state, limit)
+            )
+        return [_outbox_row(row) for row in rows]
+
+    @override
+    async def for_correlation(self, correlation_id: str) -> list[OutboxRow]:
+        rows = await self._db.rows(
+            f"{_SELECT} WHERE correlation_id = ? ORDER BY id", (correlation_id,)
+        )
+        return [_outbox_row(row) for row in rows]
+
+    @override
+    async def revive(self, row_ids: Sequence[int] | None = None) -> int:
+        """Dead rows back to pending, due now, with a fresh attempt budget."""
+        now = self._now()
+        revive = (
+            "UPDATE outbox SET state = ?, attempts = 0, next_attempt_at = ?, updated_at = ?"
+            " WHERE state = ?"
+        )
+        params = (OutboxState.PENDING, now, now, OutboxState.DEAD)
+        if row_ids is None:
+            return (await self._db.write(revive, params)).rowcount
+        async with self._db.transaction() as tx:
+            revived = 0
+            for row_id in row_ids:
+                revived += (await tx.write(f"{revive} AND id = ?", (*params, row_id))).rowcount
+            return revived
+
+    @override
+    async def purge(self, state: OutboxState) -> int:
+        written = await self._db.write("DELETE FROM outbox WHERE state = ?", (state,))
+        return written.rowcount
+
+    @override
+    async def counts(self) -> dict[OutboxState, int]:
+        """Rows per state; every state is present, 0 when it has none."""
+        rows = await self._db.rows("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state")
+        counts = dict.fromkeys(OutboxState, 0)
+        for row in rows:
+            cols = Columns(row)
+            counts[OutboxState(cols.text("state"))] = cols.integer("n")
+        return counts

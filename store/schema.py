@@ -1,0 +1,101 @@
+"""Forward-only schema migrations, numbered ``store/migrations/NNNN_name.sql``.
+
+The applied version is ``PRAGMA user_version``. Pending migrations run in one
+``BEGIN IMMEDIATE`` transaction (SQLite DDL is transactional), so a crash or a failing script
+leaves the previous schema intact, and a second process opening the same new file waits and
+then finds the work done. A database from a newer Switchboard is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib.resources
+import logging
+import re
+import sqlite3
+from dataclasses import dataclass
+
+from bot.errors import StoreError
+from store.db import Database, Session
+
+logger = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+def split_statements(script: str) -> tuple[str, ...]:
+    """Complete SQL statements of a script (``executescript`` would commit our transaction)."""
+    statements: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    leftover = [ln for ln in pending.splitlines() if ln.strip() and not ln.strip().startswith("--")]
+    if leftover:
+        raise StoreError(f"incomplete SQL statement at the end of a migration: {leftover[0]!r}")
+    return tuple(statements)
+
+
+@functools.cache
+def load_migrations() -> tuple[Migration, ...]:
+    """The packaged migrations in order; their numbers must run 1, 2, 3, ... without gaps."""
+    folder = importlib.resources.files("store").joinpath("migrations")
+    found: list[Migration] = []
+    for entry in folder.iterdir():
+        match = _NAME.match(entry.name)
+        if match is None:
+            continue
+        statements = split_statements(entry.read_text(encoding="utf-8"))
+        found.append(Migration(version=int(match[1]), name=entry.name, statements=statements))
+    found.sort(key=lambda m: m.version)
+    for expected, migration in enumerate(found, start=1):
+        if migration.version != expected:
+            raise StoreError(f"migration {migration.name} is out of sequence (expected {expected})")
+    return tuple(found)
+
+
+def latest_version() -> int:
+    migrations = load_migrations()
+    return migrations[-1].version if migrations else 0
+
+
+async def _user_version(session: Session) -> int:
+    row = await session.row("PRAGMA user_version")
+    return int(row[0]) if row is not None else 0
+
+
+def _check_not_newer(current: int, latest: int) -> None:
+    if current > latest:
+        raise StoreError(
+            f"database schema version {current} is newer than this Switchboard ({latest})"
+        )
+
+
+async def migrate(db: Database) -> int:
+    """Bring the schema up to date; returns the version it is at."""
+    migrations = await asyncio.to_thread(load_migrations)
+    latest = migrations[-1].version if migrations else 0
+    async with db.session() as session:
+        current = await _user_version(session)
+    _check_not_newer(current, latest)
+    if current == latest:
+        return current
+    async with db.transaction() as tx:
+        current = await _user_version(tx)
+        _check_not_newer(current, latest)
+        for migration in migrations[current:]:
+            for statement in migration.statements:
+                await tx.write(statement)
+            logger.info("store %s: applied migration %s", db.path, migration.name)
+        await tx.write(f"PRAGMA user_version = {latest:d}")
+    return latest

@@ -1,0 +1,150 @@
+"""The Store port on SQLite (SPEC §11): one file in WAL mode, one aiosqlite connection.
+
+Each concern lives in its own module and shares this store's ``Database`` (connection, lock,
+clock). A second ``SqliteStore`` on the same file (the CLI while the daemon runs) works: WAL
+lets it read while the daemon writes, and ``busy_timeout`` makes writers queue for the lock.
+The single-instance lock of ``switchboard run`` is not this class's job.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from types import TracebackType
+from typing import Final, Self
+
+from typing_extensions import override
+
+from bot.errors import StoreError
+from bot.messages import utc_now
+from bot.ports import Store
+from store.access import SqliteAccessStore
+from store.audit import SqliteAuditLog, SqliteSettingsStore
+from store.clarifications import SqliteClarificationStore
+from store.codec import to_db_time
+from store.conversations import SqliteConversationStore, SqliteLinkStore
+from store.db import Clock, Database
+from store.inbound import SqliteInboundJournal
+from store.outbox import SqliteOutboxStore
+from store.schema import migrate
+
+logger = logging.getLogger(__name__)
+
+DB_FILENAME: Final = "switchboard.db"
+
+
+class SqliteStore(Store):
+    """Durable state in ``path``; use ``async with`` or ``open()`` / ``aclose()``.
+
+    ``clock`` stamps rows the store creates (``recorded_at``, an outbox row's first
+    ``next_attempt_at``); give it the clock the rest of the daemon uses.
+    """
+
+    def __init__(self, path: Path, *, clock: Clock = utc_now, busy_timeout_s: float = 5.0) -> None:
+        self._db = Database(path, clock=clock, busy_timeout_s=busy_timeout_s)
+        self._inbound = SqliteInboundJournal(self._db)
+        self._conversations = SqliteConversationStore(self._db)
+        self._links = SqliteLinkStore(self._db)
+        self._outbox = SqliteOutboxStore(self._db)
+        self._clarifications = SqliteClarificationStore(self._db)
+        self._access = SqliteAccessStore(self._db)
+        self._audit = SqliteAuditLog(self._db)
+        self._settings = SqliteSettingsStore(self._db)
+
+    @classmethod
+    def from_state_dir(cls, state_dir: Path, *, clock: Clock = utc_now) -> SqliteStore:
+        return cls(state_dir / DB_FILENAME, clock=clock)
+
+    @property
+    def path(self) -> Path:
+        return self._db.path
+
+    @property
+    @override
+    def inbound(self) -> SqliteInboundJournal:
+        return self._inbound
+
+    @property
+    @override
+    def conversations(self) -> SqliteConversationStore:
+        return self._conversations
+
+    @property
+    @override
+    def links(self) -> SqliteLinkStore:
+        return self._links
+
+    @property
+    @override
+    def outbox(self) -> SqliteOutboxStore:
+        return self._outbox
+
+    @property
+    @override
+    def clarifications(self) -> SqliteClarificationStore:
+        return self._clarifications
+
+    @property
+    @override
+    def access(self) -> SqliteAccessStore:
+        return self._access
+
+    @property
+    @override
+    def audit(self) -> SqliteAuditLog:
+        return self._audit
+
+    @property
+    @override
+    def settings(self) -> SqliteSettingsStore:
+        return self._settings
+
+    @override
+    async def open(self) -> None:
+        """Connect and migrate; raises ``StoreError`` naming the file on any failure."""
+        if self._db.is_open:
+            return
+        await self._db.connect()
+        try:
+            version = await migrate(self._db)
+        except StoreError as exc:
+            await self._db.close()
+            raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+        except BaseException:
+            await self._db.close()
+            raise
+        logger.info("store opened: %s (schema %d)", self.path, version)
+
+    @override
+    async def aclose(self) -> None:
+        if self._db.is_open:
+            await self._db.close()
+            logger.info("store closed: %s", self.path)
+
+    @override
+    async def writable(self) -> bool:
+        """Commit a one-row write; ``False`` when the file cannot take it (for /readyz)."""
+        if not self._db.is_open:
+            return False
+        try:
+            await self._db.write(
+                "INSERT INTO write_probe (id, at) VALUES (1, ?)"
+                " ON CONFLICT (id) DO UPDATE SET at = excluded.at",
+                (to_db_time(self._db.now()),),
+            )
+        except StoreError as exc:
+            logger.warning("store %s is not writable: %s", self.path, exc)
+            return False
+        return True
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

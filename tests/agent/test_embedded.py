@@ -1,0 +1,277 @@
+"""The embedded backend driving the real graph through ChatOpenAI against the fake model."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from agent.embedded import EmbeddedBackend
+from agent.graph import INTERRUPTED_TOOL_RESULT
+from bot.config import Settings
+from bot.errors import AgentError
+from bot.ports import SavedUpload
+from bot.workspace import ThreadWorkspace
+from tests.agent.support import (
+    SYSTEM_PROMPT,
+    collect,
+    final,
+    model_settings,
+    received,
+    roles,
+    streamed_text,
+    tool_names,
+    turn,
+)
+from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, Hang, Reply, ToolCall
+
+
+async def test_streams_text_deltas_that_add_up_to_the_final_text(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
+) -> None:
+    fake_model.script(Reply(text="Hello there, how can I help you today?", chunk_chars=3))
+    thread = await backend.create_thread()
+
+    events = await collect(backend.run(thread, turn("hi")))
+
+    answer = final(events)
+    assert answer.text == "Hello there, how can I help you today?"
+    assert streamed_text(events) == answer.text
+    assert len(events) > 5  # token by token, not one snapshot
+    request = fake_model.requests[0]
+    assert request.body["stream"] is True
+    assert request.messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert request.messages[1:] == [{"role": "user", "content": "hi"}]
+    assert request.authorization == "Bearer sk-test"
+
+
+async def test_second_turn_sees_the_first_exchange(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
+) -> None:
+    fake_model.script(Reply(text="Nice to meet you, Ada."), Reply(text="You are Ada."))
+    thread = await backend.create_thread()
+
+    await collect(backend.run(thread, turn("My name is Ada.")))
+    answer = final(await collect(backend.run(thread, turn("What is my name?"))))
+
+    assert answer.text == "You are Ada."
+    second = fake_model.requests[1]
+    assert [(m["role"], m["content"]) for m in second.messages[1:]] == [
+        ("user", "My name is Ada."),
+        ("assistant", "Nice to meet you, Ada."),
+        ("user", "What is my name?"),
+    ]
+
+
+async def test_history_survives_a_restart(
+    settings: Settings, fake_model: FakeOpenAIServer, state_dir: Path
+) -> None:
+    async with EmbeddedBackend(settings) as first:
+        thread = await first.create_thread()
+        await collect(first.run(thread, turn("remember 42")))
+
+    async with EmbeddedBackend(settings) as second:
+        await collect(second.run(thread, turn("what number?")))
+
+    assert (state_dir / "agent.db").is_file()
+    assert roles(fake_model.requests[1]) == ["system", "user", "assistant", "user"]
+    assert fake_model.requests[1].messages[1]["content"] == "remember 42"
+
+
+async def test_a_new_thread_starts_with_a_fresh_history(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
+) -> None:
+    first, second = await backend.create_thread(), await backend.create_thread()
+
+    await collect(backend.run(first, turn("one")))
+    await collect(backend.run(second, turn("two")))
+
+    assert first != second
+    assert roles(fake_model.requests[1]) == ["system", "user"]
+    assert fake_model.requests[1].messages[1]["content"] == "two"
+
+
+async def test_text_around_tool_calls_is_joined_and_tools_are_reported(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
+) -> None:
+    call = ToolCall(name="list_files", arguments={})
+    fake_model.script(Reply(text="Let me look.", tool_calls=(call,)), Reply(text="Nothing yet."))
+    thread = await backend.create_thread()
+
+    events = await collect(backend.run(thread, turn("what files do I have?")))
+
+    answer = final(events)
+    assert answer.text == "Let me look.\n\nNothing yet."
+    assert streamed_text(events) == answer.text
+    assert tool_names(events) == ["list_files"]
+    tool_message = fake_model.requests[1].messages[-1]
+    assert tool_message["role"] == "tool"
+    assert "empty" in tool_message["content"]
+
+
+async def test_only_assistant_text_is_streamed(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
+) -> None:
+    call = ToolCall(name="write_file", arguments={"path": "secret.txt", "content": "TOOL-ONLY"})
+    fake_model.script(Reply(tool_calls=(call,)), Reply(text="Saved."))
+    thread = await backend.create_thread()
+
+    events = await collect(backend.run(thread, turn("save it")))
+
+    assert final(events).text == "Saved."
+    assert streamed_text(events) == "Saved."
+    assert SYSTEM_PROMPT not in repr(events)
+    assert "TOOL-ONLY" not in repr(events)
+    assert "Wrote" not in repr(events)
+
+
+async def test_uploads_and_notes_are_named_in_the_user_message(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer, state_dir: Path
+) -> None:
+    thread = await backend.create_thread()
+    workspace = ThreadWorkspace.for_thread(state_dir, thread)
+    workspace.create()
+    saved = workspace.uploads / "data.csv"
+    saved.write_text("a,b\n1,2\n")
+    upload = SavedUpload(name="data.csv", path=saved, mime="text/csv", size=8)
+    note = 'the attachment "huge.zip" was not downloaded: too large'
+
+    await collect(backend.run(thread, turn("summarise", uploads=(upload,), notes=(note,))))
+
+    content = fake_model.requests[0].messages[-1]["content"]
+    assert content.startswith("summarise\n\n")
+    assert "uploads/data.csv (name: data.csv, text/csv, 8 bytes)" in content
+    assert note in content
+
+
+async def test_a_cancelled_run_leaves_the_thread_usable(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
+) -> None:
+    fake_model.script(Hang())
+    thread = await backend.create_thread()
+    task = asyncio.create_task(collect(backend.run(thread, turn("slow question"))))
+    await received(fake_model, 1)
+
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    answer = final(await collect(backend.run(thread, turn("next question"))))
+
+    assert answer.text == "next question"
+    assert roles(fake_model.requests[1]) == ["system", "user", "user"]
+
+
+async def test_a_question_left_unanswered_does_not_break_the_next_turn(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
+) -> None:
+    ask = ToolCall(name="ask_clarification", arguments={"question": "Which?"}, id="call_q")
+    fake_model.script(Reply(tool_calls=(ask,)), Reply(text="Moving on."))
+    thread = await backend.create_thread()
+    await collect(backend.run(thread, turn("do it")))
+
+    answer = final(await collect(backend.run(thread, turn("never mind, something else"))))
+
+    assert answer.text == "Moving on."
+    messages = fake_model.requests[1].messages
+    assert roles(fake_model.requests[1]) == ["system", "user", "assistant", "tool", "user"]
+    assert messages[3] == {
+        "role": "tool",
+        "tool_call_id": "call_q",
+        "content": INTERRUPTED_TOOL_RESULT,
+    }
+
+
+async def test_files_presented_in_an_earlier_turn_are_not_repeated(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
+) -> None:
+    write = ToolCall(name="write_file", arguments={"path": "a.txt", "content": "A"})
+    present = ToolCall(name="present_files", arguments={"paths": ["a.txt"]})
+    fake_model.script(Reply(tool_calls=(write, present)), Reply(text="Here."), Reply(text="Hi."))
+    thread = await backend.create_thread()
+
+    first = final(await collect(backend.run(thread, turn("make a"))))
+    second = final(await collect(backend.run(thread, turn("hello"))))
+
+    assert [f.name for f in first.files] == ["a.txt"]
+    assert second.files == ()
+
+
+async def test_run_before_start_is_an_agent_error(settings: Settings) -> None:
+    backend = EmbeddedBackend(settings)
+
+    with pytest.raises(AgentError) as caught:
+        await collect(backend.run("t1", turn("hi")))
+
+    assert caught.value.reason == "The agent is not running."
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        (401, "rejected the API key"),
+        (403, "rejected the API key"),
+        (429, "rate-limiting"),
+        (500, "server error (HTTP 500)"),
+        (503, "server error (HTTP 503)"),
+        (400, "refused the request (HTTP 400)"),
+    ],
+)
+async def test_model_http_errors_become_agent_errors(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer, status: int, reason: str
+) -> None:
+    fake_model.script(ErrorReply(status=status, message="Incorrect API key provided: sk-t***"))
+    thread = await backend.create_thread()
+
+    with pytest.raises(AgentError) as caught:
+        await collect(backend.run(thread, turn("hi")))
+
+    assert reason in caught.value.reason
+    assert "Traceback" not in caught.value.reason
+    assert "sk-t" not in caught.value.reason
+    assert str(status) in caught.value.detail
+
+
+async def test_unreachable_model_is_an_agent_error(state_dir: Path) -> None:
+    with FakeOpenAIServer() as fake:
+        base_url = fake.base_url  # the port is closed once the block ends
+    async with EmbeddedBackend(model_settings(state_dir, base_url), max_retries=0) as backend:
+        thread = await backend.create_thread()
+        with pytest.raises(AgentError) as caught:
+            await collect(backend.run(thread, turn("hi")))
+
+    assert caught.value.reason == "The model endpoint could not be reached."
+    assert "Connection" in caught.value.detail
+
+
+async def test_rate_limit_is_retried_before_giving_up(
+    settings: Settings, fake_model: FakeOpenAIServer
+) -> None:
+    fake_model.script(ErrorReply(status=429, headers={"retry-after-ms": "10"}), Reply(text="ok"))
+    async with EmbeddedBackend(settings, max_retries=2) as backend:
+        thread = await backend.create_thread()
+        answer = final(await collect(backend.run(thread, turn("hi"))))
+
+    assert answer.text == "ok"
+    assert len(fake_model.requests) == 2
+
+
+async def test_a_failed_turn_leaves_the_thread_usable(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
+) -> None:
+    fake_model.script(ErrorReply(status=500))
+    thread = await backend.create_thread()
+    with pytest.raises(AgentError):
+        await collect(backend.run(thread, turn("first")))
+
+    answer = final(await collect(backend.run(thread, turn("second"))))
+
+    assert answer.text == "second"
+
+
+async def test_description_names_the_model_and_endpoint(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
+) -> None:
+    assert "fake-model" in backend.description
+    assert fake_model.base_url in backend.description
+    assert "sk-test" not in backend.description

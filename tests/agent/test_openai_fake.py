@@ -1,0 +1,91 @@
+"""The fake model server speaks the OpenAI wire format, and faults reach the backend as such."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from agent.embedded import EmbeddedBackend
+from bot.errors import AgentError
+from tests.agent.support import collect, turn
+from tests.fakes.openai_server import Drop, ErrorReply, FakeOpenAIServer, Reply, ToolCall
+
+
+@pytest.fixture
+async def client(fake_model: FakeOpenAIServer) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=fake_model.base_url, timeout=5) as http:
+        yield http
+
+
+def _body(*, stream: bool, usage: bool = False) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": "fake-model",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "hey"}]}],
+        "stream": stream,
+    }
+    if usage:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+async def test_models_are_listed(client: httpx.AsyncClient) -> None:
+    response = await client.get("/models")
+
+    assert response.json()["data"][0]["id"] == "fake-model"
+
+
+async def test_non_streaming_completion_with_tool_calls(
+    client: httpx.AsyncClient, fake_model: FakeOpenAIServer
+) -> None:
+    fake_model.script(Reply(text="sure", tool_calls=(ToolCall(name="f", arguments={"a": 1}),)))
+
+    response = await client.post("/chat/completions", json=_body(stream=False))
+
+    choice = response.json()["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["content"] == "sure"
+    assert choice["message"]["tool_calls"][0]["function"] == {"name": "f", "arguments": '{"a": 1}'}
+
+
+async def test_streaming_sends_sse_chunks_and_usage_only_when_asked(
+    client: httpx.AsyncClient, fake_model: FakeOpenAIServer
+) -> None:
+    plain = (await client.post("/chat/completions", json=_body(stream=True))).text
+    with_usage = (await client.post("/chat/completions", json=_body(stream=True, usage=True))).text
+
+    events = [line.removeprefix("data: ") for line in plain.split("\n\n") if line]
+    assert events[-1] == "data: [DONE]".removeprefix("data: ")
+    chunks = [json.loads(event) for event in events[:-1]]
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == "hey"
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert '"usage"' not in plain
+    assert '"usage"' in with_usage
+
+
+async def test_errors_carry_an_openai_error_body(
+    client: httpx.AsyncClient, fake_model: FakeOpenAIServer
+) -> None:
+    fake_model.script(ErrorReply(status=429, message="slow down", headers={"retry-after": "7"}))
+
+    response = await client.post("/chat/completions", json=_body(stream=False))
+
+    assert response.status_code == 429
+    assert response.headers["retry-after"] == "7"
+    assert response.json()["error"]["message"] == "slow down"
+
+
+@pytest.mark.parametrize("after_chunks", [0, 3])
+async def test_a_dropped_connection_is_an_agent_error(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer, after_chunks: int
+) -> None:
+    fake_model.script(Drop(after_chunks=after_chunks))
+    thread = await backend.create_thread()
+
+    with pytest.raises(AgentError) as caught:
+        await collect(backend.run(thread, turn("hi")))
+
+    assert "model endpoint" in caught.value.reason

@@ -1,0 +1,245 @@
+"""The built-in file tools on their own: confinement, limits and error strings (SPEC §6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+
+from agent.tools import READ_LIMIT_BYTES, build_tools
+from bot.workspace import ThreadWorkspace
+
+THREAD = "thread-1"
+
+
+@pytest.fixture
+def tools(state_dir: Path) -> dict[str, BaseTool]:
+    return {tool.name: tool for tool in build_tools(state_dir)}
+
+
+@pytest.fixture
+def workspace(state_dir: Path) -> ThreadWorkspace:
+    workspace = ThreadWorkspace.for_thread(state_dir, THREAD)
+    workspace.create()
+    return workspace
+
+
+def _config(thread_id: str = THREAD) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def call(
+    tools: dict[str, BaseTool], name: str, config: RunnableConfig | None = None, **args: object
+) -> str:
+    result = tools[name].invoke(args, config=config or _config())
+    assert isinstance(result, str)
+    return result
+
+
+def present(tools: dict[str, BaseTool], *paths: str) -> ToolMessage:
+    tool_call = {
+        "name": "present_files",
+        "args": {"paths": list(paths)},
+        "id": "c1",
+        "type": "tool_call",
+    }
+    message = tools["present_files"].invoke(tool_call, config=_config())
+    assert isinstance(message, ToolMessage)
+    return message
+
+
+def test_tool_schemas_hide_the_injected_config(tools: dict[str, BaseTool]) -> None:
+    assert sorted(tools) == [
+        "ask_clarification",
+        "list_files",
+        "present_files",
+        "read_file",
+        "write_file",
+    ]
+    assert set(tools["write_file"].args) == {"path", "content"}
+    assert set(tools["present_files"].args) == {"paths"}
+    assert set(tools["list_files"].args) == set()
+    assert set(tools["ask_clarification"].args) == {"question", "options"}
+
+
+def test_write_file_lands_in_outputs(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace
+) -> None:
+    result = call(tools, "write_file", path="deep/er/note.md", content="héllo")
+
+    assert result == "Wrote outputs/deep/er/note.md (6 bytes)."
+    assert (workspace.outputs / "deep/er/note.md").read_text() == "héllo"
+
+
+@pytest.mark.parametrize("path", ["outputs/x.txt", "./x.txt", "sub/../x.txt"])
+def test_write_file_path_forms_inside_outputs(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace, path: str
+) -> None:
+    assert call(tools, "write_file", path=path, content="x") == "Wrote outputs/x.txt (1 bytes)."
+
+
+def test_write_file_accepts_an_absolute_path_inside_outputs(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace
+) -> None:
+    target = workspace.outputs / "abs.txt"
+
+    call(tools, "write_file", path=str(target), content="abs")
+
+    assert target.read_text() == "abs"
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("../../../../x.txt", "outside this conversation's workspace"),
+        ("/etc/passwd", "outside this conversation's workspace"),
+        ("/var/x.txt", "outside this conversation's workspace"),
+        ("uploads/x.txt", "not inside outputs/"),
+        ("../x.txt", "not inside outputs/"),
+        ("", "the path is empty"),
+        (".", "not inside outputs/"),
+        ("outputs/sub", "is a directory"),
+    ],
+)
+def test_write_file_refusals(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace, path: str, reason: str
+) -> None:
+    (workspace.outputs / "sub").mkdir()
+
+    result = call(tools, "write_file", path=path, content="x")
+
+    assert result.startswith("Error: ")
+    assert reason in result
+
+
+def test_write_file_refuses_a_symlink_leading_out(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace.outputs / "escape").symlink_to(outside)
+
+    result = call(tools, "write_file", path="escape/x.txt", content="x")
+
+    assert "outside this conversation's workspace" in result
+    assert list(outside.iterdir()) == []
+
+
+def test_read_file_reads_uploads_and_outputs(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace
+) -> None:
+    (workspace.uploads / "in.txt").write_text("from the user")
+    (workspace.outputs / "out.txt").write_text("from the agent")
+
+    assert call(tools, "read_file", path="uploads/in.txt") == "from the user"
+    assert call(tools, "read_file", path="out.txt") == "from the agent"
+    assert call(tools, "read_file", path="outputs/out.txt") == "from the agent"
+
+
+def test_read_file_caps_what_it_returns(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace
+) -> None:
+    (workspace.outputs / "big.txt").write_text("a" * (READ_LIMIT_BYTES + 500))
+
+    result = call(tools, "read_file", path="big.txt")
+
+    assert result.startswith("a" * READ_LIMIT_BYTES + "\n\n")
+    assert f"truncated, showing the first {READ_LIMIT_BYTES} of {READ_LIMIT_BYTES + 500}" in result
+
+
+def test_read_file_does_not_dump_binary(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace
+) -> None:
+    (workspace.uploads / "img.png").write_bytes(b"\x89PNG\x00\x00\x01")
+
+    assert call(tools, "read_file", path="uploads/img.png") == (
+        "uploads/img.png is a binary file (7 bytes); not shown."
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("missing.txt", "does not exist"),
+        ("/etc/passwd", "outside this conversation's workspace"),
+        ("../../../../../etc/passwd", "outside this conversation's workspace"),
+        ("outputs/..", "not inside uploads/ or outputs/"),
+    ],
+)
+def test_read_file_refusals(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace, path: str, reason: str
+) -> None:
+    result = call(tools, "read_file", path=path)
+
+    assert result.startswith("Error: ")
+    assert reason in result
+
+
+def test_read_file_refuses_a_symlink_leading_out(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    (workspace.uploads / "link.txt").symlink_to(secret)
+
+    result = call(tools, "read_file", path="uploads/link.txt")
+
+    assert "outside this conversation's workspace" in result
+    assert "TOP SECRET" not in result
+
+
+def test_list_files_shows_both_folders_and_skips_links_out(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace, tmp_path: Path
+) -> None:
+    assert "empty" in call(tools, "list_files")
+    (workspace.uploads / "in.csv").write_text("1,2")
+    (workspace.outputs / "sub").mkdir()
+    (workspace.outputs / "sub" / "out.md").write_text("# hi")
+    (tmp_path / "secret.txt").write_text("x")
+    (workspace.outputs / "link.txt").symlink_to(tmp_path / "secret.txt")
+
+    assert call(tools, "list_files") == "uploads/in.csv (3 bytes)\noutputs/sub/out.md (4 bytes)"
+
+
+def test_present_files_returns_accepted_paths_as_the_artifact(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace
+) -> None:
+    (workspace.outputs / "a.txt").write_text("a")
+    (workspace.uploads / "u.txt").write_text("u")
+
+    message = present(tools, "a.txt", "outputs/a.txt", "u.txt", "uploads/u.txt", "/etc/passwd")
+
+    assert message.artifact == ["outputs/a.txt"]
+    assert message.content == (
+        "Presented to the user: outputs/a.txt.\n"
+        "Error: not presented: 'u.txt': no such file; "
+        "'uploads/u.txt': only files inside outputs/ can be presented; "
+        "'/etc/passwd': '/etc/passwd' is outside this conversation's workspace."
+    )
+
+
+def test_present_files_refuses_directories_and_empty_lists(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace
+) -> None:
+    (workspace.outputs / "dir").mkdir()
+
+    assert present(tools, "dir").artifact == []
+    assert present(tools).content == "Error: no paths were given."
+
+
+def test_tools_without_a_thread_answer_with_an_error(tools: dict[str, BaseTool]) -> None:
+    assert call(tools, "list_files", config={"configurable": {}}) == (
+        "Error: no conversation thread is attached to this run"
+    )
+    result = call(tools, "list_files", config=_config("../other"))
+    assert result.startswith("Error: thread id '../other' is not usable")
+
+
+def test_threads_have_separate_workspaces(tools: dict[str, BaseTool], state_dir: Path) -> None:
+    call(tools, "write_file", config=_config("t-a"), path="x.txt", content="A")
+
+    assert call(tools, "read_file", config=_config("t-b"), path="x.txt").startswith("Error:")
+    assert (state_dir.resolve() / "threads" / "t-a" / "outputs" / "x.txt").read_text() == "A"

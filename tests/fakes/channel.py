@@ -1,0 +1,205 @@
+"""FakeChannel: a real, in-process implementation of the Channel port for core tests.
+
+It records every platform operation, hands out message ids, can be told to fail the next
+operations with typed send errors, and lets a test wait for what it expects to be sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from typing_extensions import override
+
+from bot.errors import DownloadError, SendError
+from bot.messages import (
+    Attachment,
+    ChatType,
+    Delivery,
+    Destination,
+    InboundMessage,
+    OutboundFile,
+    OutboundKind,
+    OutboundText,
+    ReactionMark,
+    Sender,
+    SentRef,
+    TextEdit,
+)
+from bot.ports import Admission, BotIdentity, ChannelCapabilities, Publish
+from channels.base import AuthFailed, BaseChannel
+
+DEFAULT_CAPS = ChannelCapabilities(
+    text_limit=4000, edits=True, buttons=True, threads=True, reactions=True, typing=True,
+    progress_interval_dm_s=0.0, progress_interval_group_s=0.0,
+)  # fmt: skip
+PLAIN_CAPS = ChannelCapabilities(text_limit=4000)
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """One platform operation the fake received, with the id it answered."""
+
+    delivery: Delivery
+    message_id: str | None
+
+    @property
+    def is_progress(self) -> bool:
+        delivery = self.delivery
+        return (
+            isinstance(delivery, OutboundText | TextEdit) and delivery.kind is OutboundKind.PROGRESS
+        )
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.delivery, OutboundText | TextEdit):
+            return self.delivery.text
+        if isinstance(self.delivery, OutboundFile):
+            return f"[file {self.delivery.name}]"
+        return f"[reaction {self.delivery.reaction}]"
+
+
+@dataclass
+class FakeChannel(BaseChannel):
+    fake_name: str = "fake"
+    caps: ChannelCapabilities = DEFAULT_CAPS
+    usernames: frozenset[str] = frozenset({"fakebot"})
+    sent: list[Sent] = field(default_factory=list)
+    typing_count: int = 0
+    fail_next: deque[SendError] = field(default_factory=deque)
+    start_failures: deque[Exception] = field(default_factory=deque)
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__init__()
+        self.name = self.fake_name
+        self.capabilities = self.caps
+        self._identity = BotIdentity(user_id="BOT", usernames=self.usernames)
+        self._ids = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self.started = asyncio.Event()
+        self.closed = False
+
+    async def start(self, publish: Publish) -> None:
+        if self.start_failures:
+            raise self.start_failures.popleft()
+        self._publish = publish
+        self._intake_open = True
+        self.started.set()
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    # ------------------------------------------------------------------ inbound
+
+    async def inject(self, message: InboundMessage) -> Admission:
+        if self._publish is None or not self._intake_open:
+            return Admission.CLOSED
+        return await self._publish(message)
+
+    # ------------------------------------------------------------------ outbound
+
+    async def _record(self, delivery: Delivery, *, new_id: bool) -> str | None:
+        if self.fail_next:
+            raise self.fail_next.popleft()
+        message_id = f"b{next(self._ids)}" if new_id else None
+        async with self._changed:
+            self.sent.append(Sent(delivery, message_id))
+            self._changed.notify_all()
+        return message_id
+
+    async def send_text(self, message: OutboundText) -> SentRef:
+        message_id = await self._record(message, new_id=True)
+        assert message_id is not None
+        return SentRef(message_ids=(message_id,))
+
+    @override
+    async def edit_text(self, edit: TextEdit) -> None:
+        await self._record(edit, new_id=False)
+
+    async def send_file(self, file: OutboundFile) -> SentRef:
+        message_id = await self._record(file, new_id=True)
+        assert message_id is not None
+        return SentRef(message_ids=(message_id,))
+
+    @override
+    async def react(self, mark: ReactionMark) -> None:
+        await self._record(mark, new_id=False)
+
+    @override
+    async def show_typing(self, destination: Destination) -> None:
+        self.typing_count += 1
+
+    async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
+        data = self.files.get(attachment.ref)
+        if data is None:
+            raise DownloadError(f"no such file {attachment.ref}")
+        if len(data) > max_bytes:
+            raise DownloadError(f"{attachment.name} is larger than {max_bytes} bytes")
+        return data
+
+    # ------------------------------------------------------------------ assertions
+
+    def texts(self, *, kinds: tuple[type, ...] = (OutboundText, TextEdit)) -> list[str]:
+        return [s.text for s in self.sent if isinstance(s.delivery, kinds)]
+
+    async def wait_for(self, predicate: Callable[[Sent], bool], within: float = 5.0) -> Sent:
+        """The first recorded operation matching ``predicate``, waiting for it if needed."""
+        async with asyncio.timeout(within), self._changed:
+            while True:
+                for sent in self.sent:
+                    if predicate(sent):
+                        return sent
+                await self._changed.wait()
+
+    async def wait_text(self, fragment: str, within: float = 5.0) -> Sent:
+        """The first text (not a progress update) containing ``fragment``."""
+        return await self.wait_for(lambda s: fragment in s.text and not s.is_progress, within)
+
+
+AUTH_FAILED = AuthFailed("token rejected")
+
+
+def dm(
+    text: str,
+    *,
+    message_id: str,
+    user: str = "alice",
+    channel: str = "fake",
+    chat_id: str | None = None,
+    **extra: object,
+) -> InboundMessage:
+    """A direct message from ``user``."""
+    return InboundMessage(
+        channel=channel,
+        chat_id=chat_id or f"dm-{user}",
+        chat_type=ChatType.DM,
+        message_id=message_id,
+        sender=Sender(id=user, display_name=user.title()),
+        text=text,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def group(
+    text: str,
+    *,
+    message_id: str,
+    user: str = "alice",
+    chat_id: str = "g1",
+    channel: str = "fake",
+    **extra: object,
+) -> InboundMessage:
+    """A group message; pass ``mentions_bot=True``, ``thread_root_id=…`` as needed."""
+    return InboundMessage(
+        channel=channel,
+        chat_id=chat_id,
+        chat_type=ChatType.GROUP,
+        message_id=message_id,
+        sender=Sender(id=user, display_name=user.title()),
+        text=text,
+        **extra,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,324 @@
+"""A loopback fake of an OpenAI-compatible chat completions endpoint (SPEC §15).
+
+It runs on its own thread with its own event loop, so a test's loop never serves it and a
+blocked test cannot starve it. Tests script replies in order (text, tool calls, HTTP errors,
+delays, dropped connections, hangs); with nothing scripted it echoes the last user message.
+Every request body is recorded so tests can assert on the history the model saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+from aiohttp import web
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    403: "permission_denied",
+    404: "not_found_error",
+    429: "rate_limit_exceeded",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    name: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict)
+    id: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """A successful completion: text, tool calls, or both (text first)."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    delay_s: float = 0.0
+    chunk_chars: int = 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorReply:
+    """An HTTP error with an OpenAI-style ``{"error": {...}}`` body."""
+
+    status: int
+    message: str = "scripted error"
+    code: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Drop:
+    """Close the connection without a (complete) response; after N chunks when streaming."""
+
+    after_chunks: int = 0
+    delay_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hang:
+    """Never answer: the request stays open until the server stops."""
+
+
+Scripted = Reply | ErrorReply | Drop | Hang
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReceivedRequest:
+    path: str
+    body: dict[str, Any]
+    authorization: str | None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = self.body.get("messages", [])
+        return messages
+
+
+class FakeOpenAIServer:
+    """``with FakeOpenAIServer() as fake:`` serves ``fake.base_url`` until the block ends."""
+
+    def __init__(self, *, model: str = "fake-model") -> None:
+        self.model = model
+        self._script: deque[Scripted] = deque()
+        self._received: list[ReceivedRequest] = []
+        self._lock = threading.Condition()
+        self._ids = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._stopping: asyncio.Event | None = None
+        self._port = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._thread = threading.Thread(target=loop.run_forever, name="fake-openai", daemon=True)
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._astart(), loop).result(timeout=10)
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._astop(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()
+        self._loop = self._thread = None
+
+    async def _astart(self) -> None:
+        self._stopping = asyncio.Event()
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self._port = int(self._runner.addresses[0][1])
+
+    async def _astop(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        loop = asyncio.get_running_loop()
+        await loop.shutdown_asyncgens()
+
+    # ------------------------------------------------------------------ test API
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    def script(self, *replies: Scripted) -> None:
+        """Queue replies; each chat completion request consumes the next one."""
+        with self._lock:
+            self._script.extend(replies)
+
+    @property
+    def requests(self) -> list[ReceivedRequest]:
+        with self._lock:
+            return list(self._received)
+
+    def wait_for_requests(self, count: int, timeout: float = 5.0) -> list[ReceivedRequest]:
+        """Block until ``count`` chat requests arrived (call via ``asyncio.to_thread``)."""
+        with self._lock:
+            if not self._lock.wait_for(lambda: len(self._received) >= count, timeout=timeout):
+                raise TimeoutError(f"expected {count} requests, got {len(self._received)}")
+            return list(self._received)
+
+    # ------------------------------------------------------------------ handlers
+
+    async def _models(self, request: web.Request) -> web.Response:
+        data = [{"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body: dict[str, Any] = await request.json()
+        with self._lock:
+            self._received.append(
+                ReceivedRequest(
+                    path=request.path,
+                    body=body,
+                    authorization=request.headers.get("Authorization"),
+                )
+            )
+            self._lock.notify_all()
+            step = self._script.popleft() if self._script else Reply(text=_last_user_text(body))
+        return await self._perform(request, body, step)
+
+    async def _perform(
+        self, request: web.Request, body: dict[str, Any], step: Scripted
+    ) -> web.StreamResponse:
+        if isinstance(step, Hang):
+            await self._wait_stopping(None)
+            return web.json_response(_error_body(503, "server stopping", None), status=503)
+        await self._wait_stopping(step.delay_s)
+        if isinstance(step, ErrorReply):
+            payload = _error_body(step.status, step.message, step.code)
+            return web.json_response(payload, status=step.status, headers=dict(step.headers))
+        if isinstance(step, Drop):
+            return await self._drop(request, body, step)
+        if body.get("stream"):
+            return await self._stream(request, self._chunks(step, body))
+        return web.json_response(self._completion(step, body))
+
+    async def _wait_stopping(self, seconds: float | None) -> None:
+        """Sleep for a scripted delay, cut short when the server stops."""
+        if seconds == 0 or self._stopping is None:
+            return
+        try:
+            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+        except TimeoutError:
+            return
+
+    async def _stream(
+        self, request: web.Request, chunks: list[dict[str, Any]]
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for chunk in chunks:
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    async def _drop(
+        self, request: web.Request, body: dict[str, Any], step: Drop
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        if body.get("stream") and step.after_chunks:
+            await response.prepare(request)
+            partial = self._chunks(Reply(text="partial " * step.after_chunks), body)
+            for chunk in partial[: step.after_chunks]:
+                await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        if request.transport is not None:
+            request.transport.abort()
+        raise asyncio.CancelledError
+
+    # ------------------------------------------------------------------ payloads
+
+    def _envelope(self, kind: str) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-fake{next(self._ids)}",
+            "object": kind,
+            "created": int(time.time()),
+            "model": self.model,
+        }
+
+    def _chunks(self, reply: Reply, body: dict[str, Any]) -> list[dict[str, Any]]:
+        base = self._envelope("chat.completion.chunk")
+        calls = _numbered_calls(reply.tool_calls)
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+        deltas += [{"content": piece} for piece in _pieces(reply.text, reply.chunk_chars)]
+        for index, (call_id, call) in enumerate(calls):
+            function = {"name": call.name, "arguments": ""}
+            head = {"index": index, "id": call_id, "type": "function", "function": function}
+            deltas.append({"tool_calls": [head]})
+            for piece in _pieces(_arguments(call), 8):
+                deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        finish = "tool_calls" if calls else "stop"
+        choices: list[dict[str, Any]] = [
+            {"index": 0, "delta": d, "finish_reason": None} for d in deltas
+        ]
+        choices.append({"index": 0, "delta": {}, "finish_reason": finish})
+        chunks = [{**base, "choices": [choice]} for choice in choices]
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**base, "choices": [], "usage": _usage()})
+        return chunks
+
+    def _completion(self, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        calls = _numbered_calls(reply.tool_calls)
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": _arguments(call)},
+                }
+                for call_id, call in calls
+            ]
+        finish = "tool_calls" if calls else "stop"
+        choice = {"index": 0, "message": message, "finish_reason": finish}
+        return {**self._envelope("chat.completion"), "choices": [choice], "usage": _usage()}
+
+
+def _numbered_calls(calls: tuple[ToolCall, ...]) -> list[tuple[str, ToolCall]]:
+    return [(call.id or f"call_fake_{index}", call) for index, call in enumerate(calls)]
+
+
+def _arguments(call: ToolCall) -> str:
+    return call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+
+
+def _pieces(text: str, size: int) -> Iterator[str]:
+    for start in range(0, len(text), max(size, 1)):
+        yield text[start : start + max(size, 1)]
+
+
+def _usage() -> dict[str, int]:
+    return {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+
+def _error_body(status: int, message: str, code: str | None) -> dict[str, Any]:
+    kind = _ERROR_TYPES.get(status, "server_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages", [])):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        return str(content or "")
+    return ""

@@ -1,0 +1,102 @@
+"""Builders and a settable clock for the store tests (kept out of ``test_*.py``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from bot.messages import (
+    Attachment,
+    AttachmentKind,
+    ButtonPress,
+    ChatType,
+    ConversationKey,
+    Delivery,
+    Destination,
+    InboundMessage,
+    OutboundKind,
+    OutboundText,
+    Sender,
+)
+from bot.records import OutboxItem
+
+START = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+
+class ManualClock:
+    """A clock the test moves by hand; the store stamps rows with it."""
+
+    def __init__(self, start: datetime = START) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+
+def key(
+    chat_id: str = "c1",
+    *,
+    channel: str = "telegram",
+    account_id: str = "",
+    topic_id: str | None = None,
+    user_id: str | None = None,
+) -> ConversationKey:
+    return ConversationKey(
+        channel=channel, account_id=account_id, chat_id=chat_id, topic_id=topic_id, user_id=user_id
+    )
+
+
+def inbound(
+    message_id: str,
+    *,
+    chat_id: str = "c1",
+    channel: str = "telegram",
+    account_id: str = "",
+    text: str = "hello",
+) -> InboundMessage:
+    return InboundMessage(
+        channel=channel,
+        account_id=account_id,
+        chat_id=chat_id,
+        chat_type=ChatType.GROUP,
+        message_id=message_id,
+        sender=Sender(id="u1", display_name="Ada"),
+        text=text,
+        attachments=(
+            Attachment(kind=AttachmentKind.IMAGE, name="p.png", mime="image/png", ref="f1"),
+        ),
+        reply_to_message_id="m0",
+        thread_root_id="root",
+        mentions_bot=True,
+        button=ButtonPress(payload="opt:1", message_id="m0"),
+        received_at=START,
+    )
+
+
+def destination(chat_id: str = "c1", topic_id: str | None = None) -> Destination:
+    return Destination(
+        channel="telegram", chat_id=chat_id, chat_type=ChatType.GROUP, topic_id=topic_id
+    )
+
+
+def text(body: str = "hi") -> OutboundText:
+    return OutboundText(destination=destination(), text=body, kind=OutboundKind.FINAL)
+
+
+def item(
+    idempotency_key: str,
+    delivery: Delivery | None = None,
+    *,
+    correlation_id: str = "corr-1",
+    conversation: ConversationKey | None = None,
+) -> OutboxItem:
+    return OutboxItem(
+        idempotency_key=idempotency_key,
+        delivery=delivery if delivery is not None else text(idempotency_key),
+        key=conversation if conversation is not None else key(),
+        thread_id="th-1",
+        correlation_id=correlation_id,
+    )
