@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bot.chunking import measure, split_markdown
+from bot.chunking import fits_in_chunks, measure, split_markdown
 from bot.messages import (
     ConversationKey,
     Delivery,
@@ -80,21 +80,24 @@ def plan_text(
     return deliveries
 
 
-def long_answer_summary(text: str) -> str:
+LONG_ANSWER_NOTE = "_The full answer is long, so it is attached as a Markdown file._"
+
+
+def long_answer_summary(text: str, caps: ChannelCapabilities) -> str:
+    """The answer's first paragraph, shortened so that it and the note fit one message."""
+    room = min(SUMMARY_CHARS, caps.text_limit - measure(LONG_ANSWER_NOTE, caps.text_unit) - 8)
     head = text.strip().split("\n\n", 1)[0]
-    if len(head) > SUMMARY_CHARS:
-        head = head[:SUMMARY_CHARS].rstrip() + "…"
-    return f"{head}\n\n_The full answer is long, so it is attached as a Markdown file._"
+    if measure(head, caps.text_unit) > room:
+        head = head[: max(0, room)]
+        while head and measure(head, caps.text_unit) > room:
+            head = head[:-1]
+        head = f"{head.rstrip()}…" if head.strip() else ""
+    return f"{head}\n\n{LONG_ANSWER_NOTE}" if head else LONG_ANSWER_NOTE
 
 
 def needs_file(text: str, caps: ChannelCapabilities) -> bool:
-    limit_total = caps.text_limit * MAX_CHUNKS_INLINE
-    if measure(text, caps.text_unit) <= caps.text_limit:
-        return False
-    return (
-        measure(text, caps.text_unit) > limit_total
-        or len(split_markdown(text, caps.text_limit, caps.text_unit)) > MAX_CHUNKS_INLINE
-    )
+    """Answers that would take more than a few messages go as a file (SPEC §8)."""
+    return not fits_in_chunks(text, caps.text_limit, caps.text_unit, MAX_CHUNKS_INLINE)
 
 
 def plan_files(

@@ -201,7 +201,7 @@ class TurnRunner:
             answer_path = scope.workspace.outputs / f"answer-{ctx.correlation_id}.md"
             await asyncio.to_thread(answer_path.write_text, text, "utf-8")
             extra_files.append(PresentedFile(path=answer_path, name="answer.md"))
-            text = long_answer_summary(text)
+            text = long_answer_summary(text, caps)
         deliveries = plan_text(ctx, text, caps, placeholder_id=placeholder)
         uploads, notes = plan_files(ctx, [*extra_files, *final.files], scope.workspace, caps)
         if notes:

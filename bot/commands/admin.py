@@ -16,7 +16,7 @@ def _user_arg(call: CommandCall) -> tuple[str, str] | None:
     if len(call.args) != 1:
         return None
     channel, sep, user = call.args[0].partition(":")
-    if sep and channel in KNOWN_CHANNELS and user:
+    if sep and user and (channel in KNOWN_CHANNELS or channel in call.env.hub.names()):
         return channel, user
     return call.message.channel, call.args[0]
 

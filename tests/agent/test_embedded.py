@@ -162,6 +162,24 @@ async def test_a_cancelled_run_leaves_the_thread_usable(
     assert roles(fake_model.requests[1]) == ["system", "user", "user"]
 
 
+async def test_a_run_cancelled_after_a_tool_step_keeps_a_valid_history(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
+) -> None:
+    write = ToolCall(name="write_file", arguments={"path": "a.txt", "content": "A"}, id="c_w")
+    fake_model.script(Reply(tool_calls=(write,)), Hang())
+    thread = await backend.create_thread()
+    task = asyncio.create_task(collect(backend.run(thread, turn("write a"))))
+    await received(fake_model, 2)
+
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    answer = final(await collect(backend.run(thread, turn("and now?"))))
+
+    assert answer.text == "and now?"
+    assert roles(fake_model.requests[2]) == ["system", "user", "assistant", "tool", "user"]
+
+
 async def test_a_question_left_unanswered_does_not_break_the_next_turn(
     backend: EmbeddedBackend, fake_model: FakeOpenAIServer
 ) -> None:

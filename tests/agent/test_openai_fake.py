@@ -58,7 +58,7 @@ async def test_streaming_sends_sse_chunks_and_usage_only_when_asked(
     with_usage = (await client.post("/chat/completions", json=_body(stream=True, usage=True))).text
 
     events = [line.removeprefix("data: ") for line in plain.split("\n\n") if line]
-    assert events[-1] == "data: [DONE]".removeprefix("data: ")
+    assert events[-1] == "[DONE]"
     chunks = [json.loads(event) for event in events[:-1]]
     assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == "hey"
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"

@@ -1,0 +1,155 @@
+"""Delivery through the outbox: retries by error kind, fallbacks, restart, files (SPEC §8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.errors import Forbidden, InvalidRequest, RateLimited, TransientSendError
+from bot.messages import OutboundFile, OutboundText, RenderMode
+from bot.ports import ChannelCapabilities, PresentedFile
+from bot.records import OutboxState
+from bot.workspace import ThreadWorkspace
+from tests.bot.harness import make_settings, running
+from tests.fakes.agent import FakeAgent
+from tests.fakes.channel import PLAIN_CAPS, FakeChannel, dm
+
+
+async def test_transient_failure_is_retried(tmp_path: Path) -> None:
+    channel, agent = FakeChannel(caps=PLAIN_CAPS), FakeAgent()
+    channel.fail_next.append(TransientSendError("502 from platform"))
+    async with running(make_settings(tmp_path), [channel], agent) as daemon:
+        await channel.inject(dm("hi", message_id="1"))
+        await channel.wait_text("echo: hi", within=10)
+        rows = await daemon.kernel.store.outbox.listing()
+    assert [row.state for row in rows] == [OutboxState.SENT]
+    assert rows[0].attempts == 2
+
+
+async def test_rate_limit_waits_the_platform_delay(tmp_path: Path) -> None:
+    channel, agent = FakeChannel(caps=PLAIN_CAPS), FakeAgent()
+    channel.fail_next.append(RateLimited("429", retry_after=0.2))
+    async with running(make_settings(tmp_path), [channel], agent) as daemon:
+        await channel.inject(dm("hi", message_id="1"))
+        await channel.wait_text("echo: hi", within=10)
+        (row,) = await daemon.kernel.store.outbox.listing()
+    assert row.last_error is not None
+    assert "rate_limited" in row.last_error
+
+
+async def test_rejected_rich_text_falls_back_to_plain(tmp_path: Path) -> None:
+    channel, agent = FakeChannel(caps=PLAIN_CAPS), FakeAgent()
+    channel.fail_next.append(InvalidRequest("can't parse entities"))
+    async with running(make_settings(tmp_path), [channel], agent):
+        await channel.inject(dm("hi", message_id="1"))
+        sent = await channel.wait_text("echo: hi")
+    assert isinstance(sent.delivery, OutboundText)
+    assert sent.delivery.render is RenderMode.PLAIN
+
+
+async def test_forbidden_is_not_retried(tmp_path: Path) -> None:
+    channel, agent = FakeChannel(caps=PLAIN_CAPS), FakeAgent()
+    channel.fail_next.append(Forbidden("bot was blocked by the user"))
+    async with running(make_settings(tmp_path), [channel], agent) as daemon:
+        await channel.inject(dm("hi", message_id="1"))
+        await daemon.kernel.router.wait_handled(1)
+        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.outbox.wait_idle()
+        (row,) = await daemon.kernel.store.outbox.listing()
+    assert row.state is OutboxState.DEAD
+    assert row.attempts == 1
+    assert channel.texts() == []
+
+
+async def test_pending_rows_are_sent_after_a_restart(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    agent = FakeAgent()
+    broken = FakeChannel(caps=PLAIN_CAPS)
+    broken.fail_next.extend(TransientSendError("down") for _ in range(3))
+    async with running(settings, [broken], agent) as daemon:
+        await broken.inject(dm("hi", message_id="1"))
+        await daemon.kernel.router.wait_handled(1)
+        await daemon.kernel.lanes.wait_idle()
+        (row,) = await daemon.kernel.store.outbox.listing()
+        assert row.state is OutboxState.PENDING
+    healthy = FakeChannel(caps=PLAIN_CAPS)
+    async with running(settings, [healthy], agent) as daemon:
+        await healthy.wait_text("echo: hi", within=10)
+    assert len(agent.runs) == 1
+
+
+async def test_agent_error_gives_a_clear_final_with_reference(tmp_path: Path) -> None:
+    channel, agent = FakeChannel(), FakeAgent()
+    async with running(make_settings(tmp_path), [channel], agent):
+        await channel.inject(dm("fail: the model could not be reached", message_id="1"))
+        final = await channel.wait_text("Sorry")
+    assert "the model could not be reached" in final.text
+    assert "(ref `" in final.text
+    assert "Traceback" not in final.text
+
+
+async def test_timeout_gives_a_final_and_cancels_the_run(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, agent={"run_timeout_s": 0.2})
+    channel, agent = FakeChannel(), FakeAgent()
+    agent.hold("forever")
+    async with running(settings, [channel], agent):
+        await channel.inject(dm("forever", message_id="1"))
+        final = await channel.wait_text("did not finish within 0.2 seconds")
+    assert agent.cancelled == ["t1"]
+    assert "ref" in final.text
+
+
+async def test_long_answer_is_split_within_the_limit(tmp_path: Path) -> None:
+    caps = ChannelCapabilities(text_limit=100)
+    channel, agent = FakeChannel(caps=caps), FakeAgent()
+    agent.reply_override = "\n\n".join(f"paragraph {i} " + "x" * 60 for i in range(4))
+    async with running(make_settings(tmp_path), [channel], agent):
+        await channel.inject(dm("long", message_id="1"))
+        await channel.wait_text("paragraph 3")
+    texts = channel.texts()
+    assert len(texts) == 4
+    assert all(len(text) <= 100 for text in texts)
+
+
+async def test_very_long_answer_becomes_a_markdown_file(tmp_path: Path) -> None:
+    caps = ChannelCapabilities(text_limit=100)
+    channel, agent = FakeChannel(caps=caps), FakeAgent()
+    agent.reply_override = "\n\n".join(f"paragraph {i} " + "y" * 80 for i in range(20))
+    async with running(make_settings(tmp_path), [channel], agent):
+        await channel.inject(dm("longer", message_id="1"))
+        sent = await channel.wait_for(lambda s: isinstance(s.delivery, OutboundFile))
+    assert isinstance(sent.delivery, OutboundFile)
+    assert sent.delivery.name == "answer.md"
+    assert Path(sent.delivery.path).read_text("utf-8") == agent.reply_override
+    assert "attached as a Markdown file" in channel.texts()[0]
+
+
+async def test_presented_files_follow_the_text_once(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    channel, agent = FakeChannel(caps=PLAIN_CAPS), FakeAgent()
+    async with running(settings, [channel], agent):
+        await channel.inject(dm("make a file", message_id="1"))
+        await channel.wait_text("echo: make a file")
+    workspace = ThreadWorkspace.for_thread(settings.state_dir, "t2")
+    workspace.create()
+    report = workspace.outputs / "report.png"
+    report.write_bytes(b"\x89PNG fake")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("nope")
+    agent.files_to_present = [
+        PresentedFile(path=report, name="report.png"),
+        PresentedFile(path=report, name="report.png"),
+        PresentedFile(path=outside, name="secret.txt"),
+    ]
+    channel = FakeChannel(caps=PLAIN_CAPS)
+    async with running(settings, [channel], agent):
+        await channel.inject(dm("/new", message_id="2"))
+        await channel.wait_text("thread `t2`")
+        await channel.inject(dm("again", message_id="3"))
+        await channel.wait_for(lambda s: isinstance(s.delivery, OutboundFile))
+        await channel.wait_text("secret.txt")
+    kinds = [type(s.delivery).__name__ for s in channel.sent]
+    assert kinds == ["OutboundText", "OutboundText", "OutboundText", "OutboundFile"]
+    upload = channel.sent[-1].delivery
+    assert isinstance(upload, OutboundFile)
+    assert upload.is_image
+    assert Path(upload.path).read_bytes() == b"\x89PNG fake"
