@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from bot.messages import Reaction, ReactionMark
 from bot.records import InboundStatus
 from tests.bot.harness import make_settings, running
 from tests.fakes.agent import FakeAgent
-from tests.fakes.channel import PLAIN_CAPS, FakeChannel, dm
+from tests.fakes.channel import PLAIN_CAPS, FakeChannel, Sent, dm
 
 
 async def test_queue_policy_merges_waiting_messages_into_one_turn(tmp_path: Path) -> None:
@@ -119,3 +120,15 @@ async def test_stop_cancels_the_running_turn_and_clears_the_queue(tmp_path: Path
         (queued,) = await daemon.kernel.store.inbound.find("fake", "2")
     assert queued.reason == "stopped"
     assert len(agent.runs) == 1
+
+
+def _queued_reaction_on(message_id: str) -> Callable[[Sent], bool]:
+    def matches(sent: Sent) -> bool:
+        mark = sent.delivery
+        return (
+            isinstance(mark, ReactionMark)
+            and mark.reaction is Reaction.QUEUED
+            and mark.message_id == message_id
+        )
+
+    return matches
