@@ -16,7 +16,13 @@ from pathlib import Path
 
 import httpx
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_openai import ChatOpenAI
@@ -59,9 +65,23 @@ def build_graph(
         reply = await bound.ainvoke([system, *history], config)
         return {"messages": [reply]}
 
+    tool_node = ToolNode(list(tools), handle_tool_errors=tool_error_message)
+
+    async def call_tools(state: MessagesState, config: RunnableConfig) -> MessagesState:
+        """Run the reply's tool calls one at a time, in the model's order: ``ToolNode`` alone
+        runs them concurrently, and ``present_files`` must see what ``write_file`` wrote just
+        before it (and several questions must be asked in turn)."""
+        last = state["messages"][-1]
+        calls = last.tool_calls if isinstance(last, AIMessage) else []
+        results: list[AnyMessage] = []
+        for call in calls:
+            output = await tool_node.ainvoke([call], config)
+            results.extend(output["messages"])
+        return {"messages": results}
+
     builder = StateGraph(MessagesState)
     builder.add_node(MODEL_NODE, call_model)
-    builder.add_node(TOOLS_NODE, ToolNode(list(tools), handle_tool_errors=tool_error_message))
+    builder.add_node(TOOLS_NODE, call_tools)
     builder.add_edge(START, MODEL_NODE)
     builder.add_conditional_edges(MODEL_NODE, tools_condition, {"tools": TOOLS_NODE, END: END})
     builder.add_edge(TOOLS_NODE, MODEL_NODE)

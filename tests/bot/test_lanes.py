@@ -21,13 +21,7 @@ async def test_queue_policy_merges_waiting_messages_into_one_turn(tmp_path: Path
         await channel.inject(dm("second", message_id="2"))
         await channel.inject(dm("third", message_id="3"))
         for message_id in ("2", "3"):
-            await channel.wait_for(
-                lambda s, m=message_id: (
-                    isinstance(s.delivery, ReactionMark)
-                    and s.delivery.reaction is Reaction.QUEUED
-                    and s.delivery.message_id == m
-                )
-            )
+            await channel.wait_for(_queued_reaction_on(message_id))
         release.set()
         await channel.wait_text("echo: second\n\nthird")
     assert [run.turn.text for run in agent.runs] == ["slow first", "second\n\nthird"]
