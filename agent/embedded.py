@@ -22,7 +22,6 @@ from types import TracebackType
 from typing import Any, Self, cast
 
 import aiosqlite
-import httpx
 import openai
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -44,12 +43,13 @@ from bot.ports import (
     ToolActivity,
     Turn,
 )
-from bot.workspace import ThreadWorkspace
+from bot.workspace import PathEscape, ThreadWorkspace
 
 logger = logging.getLogger(__name__)
 
 RECURSION_LIMIT = 50
 _STREAM_MODES: list[StreamMode] = ["messages", "updates"]
+_EXPECTED_ERRORS = (openai.OpenAIError, GraphRecursionError)
 PART_SEPARATOR = "\n\n"
 
 
@@ -61,7 +61,7 @@ class EmbeddedBackend:
         self._state_dir = settings.state_dir
         self._max_retries = max_retries
         self._conn: aiosqlite.Connection | None = None
-        self._http: httpx.AsyncClient | None = None
+        self._http: openai.DefaultAsyncHttpxClient | None = None
         self._graph: AgentGraph | None = None
 
     @property
@@ -94,7 +94,7 @@ class EmbeddedBackend:
         checkpointer = AsyncSqliteSaver(self._conn)
         await checkpointer.setup()
         if not agent.model.offline:
-            self._http = httpx.AsyncClient()
+            self._http = openai.DefaultAsyncHttpxClient()
         model = chat_model(agent.model, max_retries=self._max_retries, http_async_client=self._http)
         tools = build_tools(self._state_dir)
         self._graph = build_graph(model, tools, agent.system_prompt, checkpointer)
@@ -119,15 +119,15 @@ class EmbeddedBackend:
 
     async def run(self, thread_id: str, turn: Turn) -> AsyncIterator[AgentEvent]:
         graph = self._require_graph()
-        workspace = ThreadWorkspace.for_thread(self._state_dir, thread_id)
-        await asyncio.to_thread(workspace.create)
+        workspace = _workspace(self._state_dir, thread_id)
         config: RunnableConfig = {
             "configurable": {"thread_id": thread_id},
             "recursion_limit": RECURSION_LIMIT,
         }
-        graph_input = await _graph_input(graph, config, turn, workspace)
         recorder = _TurnRecorder()
         try:
+            await asyncio.to_thread(workspace.create)
+            graph_input = await _graph_input(graph, config, turn, workspace)
             stream = graph.astream(
                 graph_input, config, stream_mode=_STREAM_MODES, durability="sync"
             )
@@ -135,7 +135,10 @@ class EmbeddedBackend:
                 async for mode, chunk in stream:
                     for event in recorder.feed(mode, chunk):
                         yield event
-        except (openai.OpenAIError, GraphRecursionError, httpx.HTTPError) as exc:
+        except _EXPECTED_ERRORS as exc:
+            raise translate_error(exc) from exc
+        except Exception as exc:
+            logger.exception("agent run failed on thread %s", thread_id)
             raise translate_error(exc) from exc
         yield recorder.outcome(workspace)
 
@@ -143,6 +146,13 @@ class EmbeddedBackend:
         if self._graph is None:
             raise AgentError("The agent is not running.", detail="EmbeddedBackend not started")
         return self._graph
+
+
+def _workspace(state_dir: Path, thread_id: str) -> ThreadWorkspace:
+    try:
+        return ThreadWorkspace.for_thread(state_dir, thread_id)
+    except PathEscape as exc:
+        raise AgentError("This conversation's thread id is not usable.", detail=str(exc)) from exc
 
 
 async def _graph_input(
@@ -268,9 +278,9 @@ def clarification_from(value: object) -> ClarificationRequest:
 def translate_error(exc: BaseException) -> AgentError:
     """A short user-facing reason (SPEC §6); the exception text goes to ``detail`` only."""
     detail = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
+    if isinstance(exc, openai.APITimeoutError):
         reason = "The model did not answer in time."
-    elif isinstance(exc, openai.APIConnectionError | httpx.TransportError):
+    elif isinstance(exc, openai.APIConnectionError):
         reason = "The model endpoint could not be reached."
     elif isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
         reason = "The model provider rejected the API key."

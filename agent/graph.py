@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import httpx
+import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -127,12 +127,13 @@ def chat_model(
     *,
     max_retries: int = 2,
     timeout_s: float = REQUEST_TIMEOUT_S,
-    http_async_client: httpx.AsyncClient | None = None,
+    http_async_client: openai.DefaultAsyncHttpxClient | None = None,
 ) -> BaseChatModel:
     """``ChatOpenAI`` for the configured endpoint, or the offline echo model (SPEC §2).
 
     An endpoint without a key (a local vLLM or Ollama) gets a placeholder key, because the
-    OpenAI client refuses to start without one.
+    OpenAI client refuses to start without one. ``http_async_client`` lets the caller own (and
+    close) the connection pool; it must be the SDK's own client class.
     """
     if settings.offline:
         return OfflineEchoModel()

@@ -12,20 +12,27 @@ async def _help(call: CommandCall, registry: CommandRegistry) -> str:
 
 
 async def _new(call: CommandCall) -> str:
-    was_running, _ = await call.env.stop_conversation(call.key)
+    """A fresh thread; work still pending for the old one is stopped, and said so."""
+    was_running, cleared = await call.env.stop_conversation(call.key)
     conversation = await call.env.sessions.new_thread(call.key)
-    stopped = " The running reply was stopped." if was_running else ""
-    return f"Started a new conversation (thread {code(conversation.thread_id)}).{stopped}"
+    reply = f"Started a new conversation (thread {code(conversation.thread_id)})."
+    if was_running or cleared:
+        reply += " " + _stopped_summary(was_running, cleared)
+    return reply
+
+
+def _stopped_summary(was_running: bool, cleared: int) -> str:  # noqa: FBT001
+    parts = ["Stopped the running reply."] if was_running else []
+    if cleared:
+        parts.append(f"Dropped {cleared} queued message{'s' if cleared != 1 else ''}.")
+    return " ".join(parts)
 
 
 async def _stop(call: CommandCall) -> str:
     was_running, cleared = await call.env.stop_conversation(call.key)
     if not was_running and not cleared:
         return "Nothing is running here."
-    parts = ["Stopped the running reply."] if was_running else []
-    if cleared:
-        parts.append(f"Dropped {cleared} queued message{'s' if cleared != 1 else ''}.")
-    return " ".join(parts)
+    return _stopped_summary(was_running, cleared)
 
 
 async def _status(call: CommandCall) -> str:

@@ -131,3 +131,23 @@ async def test_resume_after_restart_uses_the_same_workspace(
     expected = ThreadWorkspace.for_thread(state_dir, thread).outputs / "out.csv"
     assert [f.path for f in answer.files] == [expected]
     assert expected.read_text() == "a,b"
+
+
+async def test_two_questions_in_one_reply_are_asked_in_turn(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
+) -> None:
+    first = ToolCall(name="ask_clarification", arguments={"question": "Q1?"}, id="c1")
+    second = ToolCall(name="ask_clarification", arguments={"question": "Q2?"}, id="c2")
+    fake_model.script(Reply(tool_calls=(first, second)), Reply(text="Thanks."))
+    thread = await backend.create_thread()
+
+    asked_first = clarification(await collect(backend.run(thread, turn("go"))))
+    asked_second = clarification(await collect(backend.run(thread, turn("A1", answer="A1"))))
+    answer = final(await collect(backend.run(thread, turn("A2", answer="A2"))))
+
+    assert (asked_first.question, asked_second.question) == ("Q1?", "Q2?")
+    assert answer.text == "Thanks."
+    assert tool_results(fake_model.requests[1]) == {
+        "c1": "The user answered: A1",
+        "c2": "The user answered: A2",
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,7 +13,14 @@ import pytest
 from agent.embedded import EmbeddedBackend
 from bot.errors import AgentError
 from tests.agent.support import collect, turn
-from tests.fakes.openai_server import Drop, ErrorReply, FakeOpenAIServer, Reply, ToolCall
+from tests.fakes.openai_server import (
+    Drop,
+    ErrorReply,
+    FakeOpenAIServer,
+    RawReply,
+    Reply,
+    ToolCall,
+)
 
 
 @pytest.fixture
@@ -89,3 +97,19 @@ async def test_a_dropped_connection_is_an_agent_error(
         await collect(backend.run(thread, turn("hi")))
 
     assert "model endpoint" in caught.value.reason
+
+
+async def test_a_broken_response_is_a_generic_agent_error(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_model.script(RawReply(body="data: {not json\n\n"))
+    thread = await backend.create_thread()
+
+    with (
+        caplog.at_level(logging.ERROR, logger="agent.embedded"),
+        pytest.raises(AgentError) as caught,
+    ):
+        await collect(backend.run(thread, turn("hi")))
+
+    assert caught.value.reason == "The agent failed unexpectedly."
+    assert "agent run failed" in caplog.text

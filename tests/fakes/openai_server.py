@@ -67,11 +67,21 @@ class Drop:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RawReply:
+    """Send this body as is (a broken or unusual provider)."""
+
+    body: str
+    status: int = 200
+    content_type: str = "text/event-stream"
+    delay_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Hang:
     """Never answer: the request stays open until the server stops."""
 
 
-Scripted = Reply | ErrorReply | Drop | Hang
+Scripted = Reply | ErrorReply | Drop | RawReply | Hang
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,6 +216,8 @@ class FakeOpenAIServer:
             return web.json_response(payload, status=step.status, headers=dict(step.headers))
         if isinstance(step, Drop):
             return await self._drop(request, body, step)
+        if isinstance(step, RawReply):
+            return web.Response(text=step.body, status=step.status, content_type=step.content_type)
         if body.get("stream"):
             return await self._stream(request, self._chunks(step, body))
         return web.json_response(self._completion(step, body))
