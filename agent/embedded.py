@@ -30,7 +30,7 @@ from langgraph.errors import GraphRecursionError
 from langgraph.graph import MessagesState
 from langgraph.types import Command, Interrupt, StreamMode
 
-from agent.graph import MODEL_NODE, AgentGraph, build_graph, chat_model
+from agent.graph import MODEL_NODE, REQUEST_TIMEOUT_S, AgentGraph, build_graph, chat_model
 from agent.tools import PRESENT_TOOL, build_tools
 from bot.config import Settings
 from bot.errors import AgentError
@@ -56,10 +56,19 @@ PART_SEPARATOR = "\n\n"
 class EmbeddedBackend:
     """``AgentBackend`` running the graph of ``agent.graph`` in this process."""
 
-    def __init__(self, settings: Settings, *, max_retries: int = 2) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        max_retries: int = 2,
+        request_timeout_s: float = REQUEST_TIMEOUT_S,
+    ) -> None:
+        """``max_retries`` and ``request_timeout_s`` apply to each model request; the run as a
+        whole is bounded by the router (``agent.run_timeout_s``)."""
         self._settings = settings
         self._state_dir = settings.state_dir
         self._max_retries = max_retries
+        self._request_timeout_s = request_timeout_s
         self._conn: aiosqlite.Connection | None = None
         self._http: openai.DefaultAsyncHttpxClient | None = None
         self._graph: AgentGraph | None = None
@@ -95,7 +104,12 @@ class EmbeddedBackend:
         await checkpointer.setup()
         if not agent.model.offline:
             self._http = openai.DefaultAsyncHttpxClient()
-        model = chat_model(agent.model, max_retries=self._max_retries, http_async_client=self._http)
+        model = chat_model(
+            agent.model,
+            max_retries=self._max_retries,
+            timeout_s=self._request_timeout_s,
+            http_async_client=self._http,
+        )
         tools = build_tools(self._state_dir)
         self._graph = build_graph(model, tools, agent.system_prompt, checkpointer)
         logger.info("agent backend started: %s", self.description)

@@ -262,6 +262,18 @@ async def test_unreachable_model_is_an_agent_error(state_dir: Path) -> None:
     assert "Connection" in caught.value.detail
 
 
+async def test_a_model_that_never_answers_times_out(
+    settings: Settings, fake_model: FakeOpenAIServer
+) -> None:
+    fake_model.script(Hang())
+    async with EmbeddedBackend(settings, max_retries=0, request_timeout_s=0.2) as backend:
+        thread = await backend.create_thread()
+        with pytest.raises(AgentError) as caught:
+            await collect(backend.run(thread, turn("hi")))
+
+    assert caught.value.reason == "The model did not answer in time."
+
+
 async def test_rate_limit_is_retried_before_giving_up(
     settings: Settings, fake_model: FakeOpenAIServer
 ) -> None:
