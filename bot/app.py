@@ -21,9 +21,10 @@ from typing import cast
 from bot.config import Settings
 from bot.errors import InstanceLocked, StoreError
 from bot.exit_codes import EXIT_OK, EXIT_TEMPFAIL
+from bot.http import HttpServer, RouteTable
 from bot.instance_lock import InstanceLock
 from bot.kernel import Kernel, build_kernel
-from bot.ports import AgentBackend, Channel, Store
+from bot.ports import AgentBackend, Channel, ChannelContext, Store
 from bot.registry import EdgeKind, load
 from bot.reload import Reloader
 from bot.supervise import supervise_start
@@ -57,6 +58,7 @@ class Daemon:
         self.stop_requested = asyncio.Event()
         self.ready = asyncio.Event()
         self.kernel: Kernel | None = None
+        self.http: HttpServer | None = None
 
     def request_stop(self) -> None:
         self.stop_requested.set()
@@ -83,8 +85,13 @@ class Daemon:
         async with AsyncExitStack() as stack:
             store = await self._open_store(stack)
             agent = await self._open_agent(stack)
-            kernel = build_kernel(self._current, store, agent, self._channels())
+            routes = RouteTable()
+            context = ChannelContext(routes=routes, state_dir=self.settings.state_dir)
+            kernel = build_kernel(self._current, store, agent, self._channels(context))
             self.kernel = kernel
+            self.http = HttpServer(self.settings.http, kernel.hub, store, kernel.counters, routes)
+            await self.http.start()
+            stack.push_async_callback(self.http.aclose)
             reloader = Reloader(self, kernel)
             kernel.command_env_reload(reloader.reload)
             await kernel.prepare()
@@ -114,14 +121,16 @@ class Daemon:
         stack.push_async_callback(agent.aclose)
         return agent
 
-    def _channels(self) -> list[Channel]:
+    def _channels(self, context: ChannelContext) -> list[Channel]:
         if self.options.overrides.channels is not None:
             return list(self.options.overrides.channels)
         names = ["console"] if self.options.chat else list(self.settings.channels.enabled())
         channels = []
         for name in names:
-            factory = cast(Callable[[Settings], Channel], load(EdgeKind.CHANNEL, name))
-            channels.append(factory(self.settings))
+            factory = cast(
+                Callable[[Settings, ChannelContext], Channel], load(EdgeKind.CHANNEL, name)
+            )
+            channels.append(factory(self.settings, context))
         return channels
 
     async def _serve(self, kernel: Kernel, reloader: Reloader) -> None:

@@ -69,12 +69,17 @@ def _run(path: Path, settings: Settings, *, chat: bool, verbose: bool) -> int:
 
 
 def _chat_settings(settings: Settings) -> Settings:
-    """The terminal user is the operator: console DMs are open and the user is an admin."""
+    """The terminal user is the operator: console DMs are open and the user is an admin.
+
+    The HTTP server stays off: a terminal chat serves no webhooks and must not collide with
+    a daemon listening on the same port.
+    """
     console = settings.channels.console.model_copy(update={"enabled": True, "dm_policy": "open"})
     channels = settings.channels.model_copy(update={"console": console})
     admin = f"console:{console.user_id}"
     access = settings.access.model_copy(update={"admins": (*settings.access.admins, admin)})
-    return settings.model_copy(update={"channels": channels, "access": access})
+    http = settings.http.model_copy(update={"enabled": False})
+    return settings.model_copy(update={"channels": channels, "access": access, "http": http})
 
 
 def _check(path: Path, settings: Settings, *, as_json: bool) -> int:

@@ -12,6 +12,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
+from aiohttp import web
+
 from bot.messages import (
     Attachment,
     ConversationKey,
@@ -57,6 +59,26 @@ class Admission(StrEnum):
 
 
 Publish = Callable[[InboundMessage], Awaitable[Admission]]
+
+WebhookHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class WebhookRoutes(Protocol):
+    """Where a channel in webhook mode mounts its receiver (the daemon's HTTP server)."""
+
+    def add_post(self, path: str, handler: WebhookHandler) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelContext:
+    """What the daemon gives every adapter besides its settings.
+
+    Adapters are constructed as ``Adapter(settings: bot.config.Settings, context)`` by the
+    registry, without I/O; ``start`` connects.
+    """
+
+    routes: WebhookRoutes
+    state_dir: Path
 
 
 class TextUnit(StrEnum):

@@ -20,7 +20,16 @@ from bot.errors import (
     TransientSendError,
 )
 from bot.messages import Destination, ReactionMark, TextEdit
-from bot.ports import Admission, BotIdentity, Channel, ChannelCapabilities, Publish, TextUnit
+from bot.ports import (
+    Admission,
+    BotIdentity,
+    Channel,
+    ChannelCapabilities,
+    ChannelContext,
+    Publish,
+    TextUnit,
+    WebhookRoutes,
+)
 
 __all__ = [
     "Admission",
@@ -29,6 +38,7 @@ __all__ = [
     "BotIdentity",
     "Channel",
     "ChannelCapabilities",
+    "ChannelContext",
     "ChannelError",
     "DownloadError",
     "Forbidden",
@@ -40,6 +50,7 @@ __all__ = [
     "TargetNotFound",
     "TextUnit",
     "TransientSendError",
+    "WebhookRoutes",
 ]
 
 

@@ -33,7 +33,13 @@ from bot.messages import (
     SentRef,
     TextEdit,
 )
-from channels.base import BaseChannel, ChannelCapabilities, DownloadError, Publish
+from channels.base import (
+    BaseChannel,
+    ChannelCapabilities,
+    ChannelContext,
+    DownloadError,
+    Publish,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +54,14 @@ class ConsoleChannel(BaseChannel):
     )
 
     def __init__(
-        self, settings: Settings, *, stdin: TextIO | None = None, stdout: TextIO | None = None
+        self,
+        settings: Settings,
+        context: ChannelContext | None = None,  # noqa: ARG002
+        *,
+        stdin: TextIO | None = None,
+        stdout: TextIO | None = None,
     ) -> None:
+        """The console needs nothing from the context (no webhooks, no files to keep)."""
         super().__init__()
         block = settings.channels.console
         self._sender = Sender(id=block.user_id, display_name=block.display_name)

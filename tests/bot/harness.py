@@ -23,6 +23,7 @@ def make_settings(state_dir: Path, **sections: Any) -> Settings:
         "access": {"dm_policy": "open", "admins": ["fake:root"]},
         "agent": {"run_timeout_s": 30},
         "daemon": {"shutdown_grace_s": 2},
+        "http": {"host": "127.0.0.1", "port": 0},
     }
     for name, value in sections.items():
         base = data.get(name)

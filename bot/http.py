@@ -1,0 +1,106 @@
+"""The daemon's HTTP server: health, readiness, metrics and channel webhooks (SPEC §13, §14).
+
+Channels in webhook mode register their routes here before the server starts, so every
+webhook shares one listener on ``http.host:port``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from bot.config import HttpSettings
+from bot.hub import ChannelHub, ChannelState
+from bot.observe import Counters
+from bot.ports import Store, WebhookHandler
+
+logger = logging.getLogger(__name__)
+
+
+class RouteTable:
+    """Webhook routes collected from channels while they are constructed."""
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[str, WebhookHandler]] = []
+
+    def add_post(self, path: str, handler: WebhookHandler) -> None:
+        if any(existing == path for existing, _ in self.posts):
+            raise ValueError(f"two channels want the webhook path {path}")
+        self.posts.append((path, handler))
+
+
+class HttpServer:
+    def __init__(
+        self,
+        settings: HttpSettings,
+        hub: ChannelHub,
+        store: Store,
+        counters: Counters,
+        routes: RouteTable,
+    ) -> None:
+        self._settings = settings
+        self._hub = hub
+        self._store = store
+        self._counters = counters
+        self._app = web.Application()
+        self._app.router.add_get("/healthz", self._healthz)
+        self._app.router.add_get("/readyz", self._readyz)
+        self._app.router.add_get("/metrics", self._metrics)
+        for path, handler in routes.posts:
+            self._app.router.add_post(path, handler)
+        self._webhooks = len(routes.posts)
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+        self.before_metrics: list[Callable[[], Awaitable[None]]] = []
+
+    async def start(self) -> None:
+        if not self._settings.enabled:
+            if self._webhooks:
+                logger.warning("http is disabled, so channel webhooks cannot receive anything")
+            return
+        self._runner = web.AppRunner(self._app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._settings.host, self._settings.port)
+        await site.start()
+        addresses = self._runner.addresses
+        self.port = int(addresses[0][1]) if addresses else self._settings.port
+        logger.info("http listening on %s:%s", self._settings.host, self.port)
+
+    async def aclose(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def readiness(self) -> list[str]:
+        """Reasons the daemon is not ready; empty when it is."""
+        reasons = []
+        if not await self._store.writable():
+            reasons.append("store: not writable")
+        for name in self._hub.names():
+            state = self._hub.state(name)
+            if state is not ChannelState.RUNNING:
+                detail = self._hub.reason(name)
+                reasons.append(f"channel {name}: {state}{f' ({detail})' if detail else ''}")
+        return reasons
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def _readyz(self, _request: web.Request) -> web.Response:
+        reasons = await self.readiness()
+        body = {"ready": not reasons, "reasons": reasons}
+        return web.Response(
+            status=200 if not reasons else 503,
+            text=json.dumps(body),
+            content_type="application/json",
+        )
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        for refresh in self.before_metrics:
+            await refresh()
+        payload = generate_latest(self._counters.registry)
+        return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPE_LATEST})
