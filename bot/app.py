@@ -22,6 +22,7 @@ from bot.config import Settings
 from bot.errors import InstanceLocked, StoreError
 from bot.exit_codes import EXIT_OK, EXIT_TEMPFAIL
 from bot.http import HttpServer, RouteTable
+from bot.hub import ChannelHub
 from bot.instance_lock import InstanceLock
 from bot.kernel import Kernel, build_kernel
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
@@ -86,8 +87,9 @@ class Daemon:
             store = await self._open_store(stack)
             agent = await self._open_agent(stack)
             routes = RouteTable()
-            context = ChannelContext(routes=routes, state_dir=self.settings.state_dir)
-            kernel = build_kernel(self._current, store, agent, self._channels(context))
+            hub = ChannelHub(store.settings)
+            channels = self._channels(routes, hub)
+            kernel = build_kernel(self._current, store, agent, hub, channels)
             self.kernel = kernel
             self.http = HttpServer(self.settings.http, kernel.hub, store, kernel.counters, routes)
             await self.http.start()
@@ -121,7 +123,7 @@ class Daemon:
         stack.push_async_callback(agent.aclose)
         return agent
 
-    def _channels(self, context: ChannelContext) -> list[Channel]:
+    def _channels(self, routes: RouteTable, hub: ChannelHub) -> list[Channel]:
         if self.options.overrides.channels is not None:
             return list(self.options.overrides.channels)
         names = ["console"] if self.options.chat else list(self.settings.channels.enabled())
@@ -129,6 +131,9 @@ class Daemon:
         for name in names:
             factory = cast(
                 Callable[[Settings, ChannelContext], Channel], load(EdgeKind.CHANNEL, name)
+            )
+            context = ChannelContext(
+                routes=routes, state_dir=self.settings.state_dir, health=hub.reporter(name)
             )
             channels.append(factory(self.settings, context))
         return channels

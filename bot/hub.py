@@ -6,7 +6,8 @@ Pause state is persisted in the store's settings so ``/pause`` survives a restar
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 
 from bot.ports import Channel, SettingsStore
@@ -28,6 +29,28 @@ def _pause_setting(channel: str) -> str:
     return f"paused.{channel}"
 
 
+class HealthReporter:
+    """The ``ChannelHealth`` an adapter gets: writes its state into the hub."""
+
+    def __init__(self, hub: ChannelHub, name: str, clock: Callable[[], float] = time.monotonic):
+        self._hub = hub
+        self._name = name
+        self._clock = clock
+        self.last_activity = clock()
+
+    def connected(self) -> None:
+        self._hub.set_state(self._name, ChannelState.RUNNING)
+
+    def disconnected(self, reason: str) -> None:
+        self._hub.set_state(self._name, ChannelState.RECONNECTING, reason)
+
+    def auth_failed(self, reason: str) -> None:
+        self._hub.set_state(self._name, ChannelState.PARKED, f"auth_failed: {reason}")
+
+    def activity(self) -> None:
+        self.last_activity = self._clock()
+
+
 class ChannelHub:
     def __init__(self, settings: SettingsStore) -> None:
         self._settings = settings
@@ -35,10 +58,17 @@ class ChannelHub:
         self._states: dict[str, ChannelState] = {}
         self._reasons: dict[str, str] = {}
         self._paused: set[str] = set()
+        self._reporters: dict[str, HealthReporter] = {}
 
     def add(self, channel: Channel) -> None:
         self._channels[channel.name] = channel
         self._states[channel.name] = ChannelState.STARTING
+
+    def reporter(self, name: str) -> HealthReporter:
+        reporter = self._reporters.get(name)
+        if reporter is None:
+            reporter = self._reporters[name] = HealthReporter(self, name)
+        return reporter
 
     def get(self, name: str) -> Channel | None:
         return self._channels.get(name)

@@ -95,11 +95,11 @@ def build_kernel(
     settings: Callable[[], Settings],
     store: Store,
     agent: AgentBackend,
+    hub: ChannelHub,
     channels: Sequence[Channel],
 ) -> Kernel:
     current = settings()
     counters = Counters()
-    hub = ChannelHub(store.settings)
     limiter = RateLimiter()
     for channel in channels:
         hub.add(channel)

@@ -69,6 +69,24 @@ class WebhookRoutes(Protocol):
     def add_post(self, path: str, handler: WebhookHandler) -> None: ...
 
 
+class ChannelHealth(Protocol):
+    """How a running adapter reports its connection (SPEC §12); feeds ``/readyz``."""
+
+    def connected(self) -> None: ...
+
+    def disconnected(self, reason: str) -> None:
+        """Lost the connection; the adapter (or its SDK) is reconnecting."""
+        ...
+
+    def auth_failed(self, reason: str) -> None:
+        """Credentials were refused while running; the channel is parked."""
+        ...
+
+    def activity(self) -> None:
+        """Anything arrived from the platform (an event, a ping): the link is alive."""
+        ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChannelContext:
     """What the daemon gives every adapter besides its settings.
@@ -79,6 +97,7 @@ class ChannelContext:
 
     routes: WebhookRoutes
     state_dir: Path
+    health: ChannelHealth
 
 
 class TextUnit(StrEnum):
