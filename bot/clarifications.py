@@ -16,7 +16,6 @@ from datetime import datetime, timedelta
 
 from bot.messages import (
     Button,
-    ChatType,
     Destination,
     InboundMessage,
     OutboundKind,
@@ -83,6 +82,7 @@ class Clarifications:
         clarification = Clarification(
             id=uuid.uuid4().hex[:10],
             key=ctx.key,
+            chat_type=ctx.destination.chat_type,
             thread_id=ctx.thread_id,
             asked_user_id=asked_user_id,
             question=request.question,
@@ -186,7 +186,7 @@ def _expired_edit(clarification: Clarification) -> TextEdit:
         channel=key.channel,
         account_id=key.account_id,
         chat_id=key.chat_id,
-        chat_type=ChatType.GROUP if key.topic_id or key.user_id else ChatType.DM,
+        chat_type=clarification.chat_type,
         topic_id=key.topic_id,
     )
     return TextEdit(

@@ -134,7 +134,7 @@ class TelegramSettings(ChannelSettings):
 
     @override
     def required_secrets(self) -> tuple[str, ...]:
-        return ("token",)
+        return ("token", "webhook") if self.mode == "webhook" else ("token",)
 
 
 class SlackSettings(ChannelSettings):
@@ -157,13 +157,20 @@ class FeishuSettings(ChannelSettings):
     app_secret: SecretStr | None = None
     domain: str = "https://open.feishu.cn"
     mode: Literal["websocket", "webhook"] = "websocket"
+    verification_token: SecretStr | None = None
+    encrypt_key: SecretStr | None = None
+    events_path: str = "/feishu/events"
 
     @override
     def required_secrets(self) -> tuple[str, ...]:
-        return ("app_id", "app_secret")
+        base = ("app_id", "app_secret")
+        return (*base, "verification_token") if self.mode == "webhook" else base
 
 
 class DingTalkSettings(ChannelSettings):
+    """DingTalk has no reply threads, so its groups default to one conversation per member."""
+
+    group_scope: GroupScope | None = GroupScope.USER
     client_id: str | None = None
     client_secret: SecretStr | None = None
     api_base_url: str = "https://api.dingtalk.com"

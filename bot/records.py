@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from bot.messages import ConversationKey, Delivery, InboundMessage
+from bot.messages import ChatType, ConversationKey, Delivery, InboundMessage
 
 
 class InboundStatus(StrEnum):
@@ -104,6 +104,7 @@ class Clarification:
 
     id: str
     key: ConversationKey
+    chat_type: ChatType
     thread_id: str
     asked_user_id: str
     question: str

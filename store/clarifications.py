@@ -14,7 +14,7 @@ from typing import Final
 
 from typing_extensions import override
 
-from bot.messages import ConversationKey
+from bot.messages import ChatType, ConversationKey
 from bot.ports import ClarificationStore
 from bot.records import Clarification, ClarificationState
 from store.codec import decode_strings, encode_strings, to_db_time
@@ -30,6 +30,7 @@ def _clarification(row: sqlite3.Row) -> Clarification:
     return Clarification(
         id=cols.text("id"),
         key=cols.key(),
+        chat_type=ChatType(cols.text("chat_type")),
         thread_id=cols.text("thread_id"),
         asked_user_id=cols.text("asked_user_id"),
         question=cols.text("question"),
@@ -51,12 +52,13 @@ class SqliteClarificationStore(ClarificationStore):
         c = clarification
         await self._db.write(
             "INSERT INTO clarifications (id, channel, account_id, chat_id, topic_id, user_id,"
-            " thread_id, asked_user_id, question,"
+            " chat_type, thread_id, asked_user_id, question,"
             " options, question_message_id, created_at, expires_at, state, answer)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 c.id,
                 *key_values(c.key),
+                c.chat_type,
                 c.thread_id,
                 c.asked_user_id,
                 c.question,

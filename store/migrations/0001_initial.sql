@@ -100,6 +100,7 @@ CREATE TABLE clarifications (
     chat_id             TEXT NOT NULL,
     topic_id            TEXT NOT NULL,
     user_id             TEXT NOT NULL,
+    chat_type           TEXT NOT NULL,
     thread_id           TEXT NOT NULL,
     asked_user_id       TEXT NOT NULL,
     question            TEXT NOT NULL,

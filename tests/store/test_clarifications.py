@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import StoreError
-from bot.messages import ConversationKey
+from bot.messages import ChatType, ConversationKey
 from bot.records import Clarification, ClarificationState
 from store.sqlite import SqliteStore
 from tests.store.support import START, ManualClock, key
@@ -27,6 +27,7 @@ def question(
     return Clarification(
         id=clarification_id,
         key=conversation if conversation is not None else key(topic_id="root"),
+        chat_type=ChatType.GROUP,
         thread_id="t1",
         asked_user_id=user,
         question=f"question {clarification_id}?",
