@@ -128,6 +128,31 @@ class EmbeddedBackend:
     async def create_thread(self) -> str:
         return uuid.uuid4().hex
 
+    async def probe(self) -> str:
+        """Ask the model endpoint for its model list (``switchboard check --online``)."""
+        model = self._settings.agent.model
+        if model.offline:
+            return "offline echo model; no endpoint to probe"
+        key = model.api_key.get_secret_value() if model.api_key else ""
+        client = openai.AsyncOpenAI(
+            base_url=model.base_url, api_key=key or "not-needed", timeout=10.0, max_retries=0
+        )
+        try:
+            listing = await client.models.list()
+        except openai.NotFoundError:
+            return f"{model.base_url} answers (it has no /models endpoint)"
+        except openai.AuthenticationError as exc:
+            raise AgentError("the model endpoint rejected the API key", detail=str(exc)) from None
+        except openai.APIConnectionError as exc:
+            raise AgentError(f"cannot reach {model.base_url}", detail=str(exc)) from None
+        except openai.APIStatusError as exc:
+            raise AgentError(f"{model.base_url} answered HTTP {exc.status_code}") from None
+        finally:
+            await client.close()
+        names = {item.id for item in listing.data}
+        found = "listed" if model.name in names else "not in its model list"
+        return f"{model.base_url} answers; model {model.name} {found}"
+
     async def cancel(self, thread_id: str) -> None:
         """Nothing to do: the router cancels the task iterating ``run`` (see module doc)."""
 

@@ -8,13 +8,18 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.config import Settings
 from bot.configfile import find_config_path, load_settings
 from bot.errors import ConfigError
-from bot.exit_codes import EXIT_CONFIG, EXIT_OK
+
+if TYPE_CHECKING:
+    from bot.probes import ProbeResult
+from bot.exit_codes import EXIT_CHECK_FAILED, EXIT_CONFIG, EXIT_OK
 
 EXAMPLE_CONFIG = "switchboard.example.yaml"
 
@@ -32,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
                          "$SWITCHBOARD_CONFIG or ./switchboard.yaml)")  # fmt: skip
     chat.add_argument("-v", "--verbose", action="store_true", help="show log lines while chatting")
     check.add_argument("--json", action="store_true", help="print the result as JSON")
+    check.add_argument(
+        "--online", action="store_true", help="also probe each enabled channel and the model"
+    )
     init = commands.add_parser("init", help="write a commented example configuration")
     init.add_argument("path", nargs="?", type=Path, default=Path("switchboard.yaml"))
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
@@ -49,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"switchboard: configuration error\n{exc}", file=sys.stderr)
         return EXIT_CONFIG
     if args.command == "check":
-        return _check(path, settings, as_json=args.json)
+        return _check(path, settings, as_json=args.json, online=args.online)
     verbose = bool(getattr(args, "verbose", False))
     return _run(path, settings, chat=args.command == "chat", verbose=verbose)
 
@@ -82,10 +90,10 @@ def _chat_settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"channels": channels, "access": access, "http": http})
 
 
-def _check(path: Path, settings: Settings, *, as_json: bool) -> int:
+def _check(path: Path, settings: Settings, *, as_json: bool, online: bool) -> int:
     enabled = sorted(settings.channels.enabled())
     model = settings.agent.model
-    summary = {
+    summary: dict[str, object] = {
         "config": str(path),
         "ok": True,
         "state_dir": str(settings.state_dir),
@@ -93,15 +101,35 @@ def _check(path: Path, settings: Settings, *, as_json: bool) -> int:
         "agent": settings.agent.backend,
         "model": "offline echo model" if model.offline else f"{model.name} at {model.base_url}",
     }
+    probes = asyncio.run(_online_probes(settings)) if online else []
+    if probes:
+        summary["probes"] = [asdict(result) for result in probes]
+        summary["ok"] = all(result.ok for result in probes)
     if as_json:
         print(json.dumps(summary))
-        return EXIT_OK
+    else:
+        _print_check(path, summary, probes)
+    return EXIT_OK if summary["ok"] else EXIT_CHECK_FAILED
+
+
+async def _online_probes(settings: Settings) -> list[ProbeResult]:
+    from bot.probes import run_probes  # noqa: PLC0415 - imports the enabled SDKs
+
+    return await run_probes(settings)
+
+
+def _print_check(path: Path, summary: dict[str, object], probes: list[ProbeResult]) -> None:
     print(f"{path}: configuration is valid")
     for key in ("state_dir", "channels", "agent", "model"):
         value = summary[key]
-        shown = ", ".join(value) if isinstance(value, list) else value
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
         print(f"  {key:<10} {shown or 'none enabled'}")
-    return EXIT_OK
+    if probes:
+        print("online checks:")
+        width = max(len(result.target) for result in probes)
+        for result in probes:
+            status = "ok  " if result.ok else "FAIL"
+            print(f"  {result.target:<{width}}  {status}  {result.detail}")
 
 
 def _init(path: Path, *, force: bool) -> int:

@@ -113,3 +113,28 @@ def test_sigterm_drains_a_running_turn(tmp_path: Path) -> None:
     assert process.returncode == 0, err
     assert "bot> the drained answer" in out
     assert "stopping" in err
+
+
+def test_chat_talks_to_the_configured_model_endpoint(tmp_path: Path) -> None:
+    with FakeOpenAIServer() as model:
+        model.script(Reply(text="hello from the real pipeline"))
+        env = _env(tmp_path / "state", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=model.base_url)
+        result = _switchboard("chat", "-c", str(EXAMPLE), env=env, stdin="hi model\n")
+        requests = model.requests
+    assert result.returncode == 0, result.stderr
+    assert "bot> hello from the real pipeline" in result.stdout
+    assert "offline" not in result.stdout
+    assert requests[0].authorization == "Bearer sk-test"
+    assert requests[0].messages[-1]["content"].startswith("hi model")
+
+
+def test_check_online_probes_the_model_endpoint(tmp_path: Path) -> None:
+    with FakeOpenAIServer() as model:
+        env = _env(tmp_path, OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=model.base_url)
+        good = _switchboard("check", "-c", str(EXAMPLE), "--online", env=env)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "agent embedded  ok" in good.stdout
+    env = _env(tmp_path, OPENAI_API_KEY="sk-test", OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+    bad = _switchboard("check", "-c", str(EXAMPLE), "--online", env=env)
+    assert bad.returncode == 1
+    assert "FAIL  cannot reach http://127.0.0.1:9/v1" in bad.stdout
