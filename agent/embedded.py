@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, cast
@@ -156,7 +156,7 @@ class EmbeddedBackend:
     async def cancel(self, thread_id: str) -> None:
         """Nothing to do: the router cancels the task iterating ``run`` (see module doc)."""
 
-    async def run(self, thread_id: str, turn: Turn) -> AsyncIterator[AgentEvent]:
+    async def run(self, thread_id: str, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
         graph = self._require_graph()
         workspace = _workspace(self._state_dir, thread_id)
         config: RunnableConfig = {
