@@ -1,21 +1,18 @@
-"""The ``switchboard`` command line (SPEC §13)."""
+"""``run``, ``chat``, ``check`` and ``init``: the daemon and its configuration."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-import os
 import sys
-from collections.abc import Sequence
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.cli.common import Subcommands, add_config_option, load_config
 from bot.config import Settings
-from bot.configfile import find_config_path, load_settings
-from bot.errors import ConfigError
 
 if TYPE_CHECKING:
     from bot.probes import ProbeResult
@@ -24,42 +21,39 @@ from bot.exit_codes import EXIT_CHECK_FAILED, EXIT_CONFIG, EXIT_OK
 EXAMPLE_CONFIG = "switchboard.example.yaml"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="switchboard", description="Put a LangGraph agent into your team chats."
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def add_commands(commands: Subcommands) -> None:
     run = commands.add_parser("run", help="run the daemon in the foreground (what systemd runs)")
     chat = commands.add_parser("chat", help="talk to the agent in this terminal")
     check = commands.add_parser("check", help="validate the configuration")
     for sub in (run, chat, check):
-        sub.add_argument("-c", "--config", type=Path, help="config file (default: "
-                         "$SWITCHBOARD_CONFIG or ./switchboard.yaml)")  # fmt: skip
+        add_config_option(sub)
     chat.add_argument("-v", "--verbose", action="store_true", help="show log lines while chatting")
     check.add_argument("--json", action="store_true", help="print the result as JSON")
     check.add_argument(
         "--online", action="store_true", help="also probe each enabled channel and the model"
     )
+    run.set_defaults(handler=_run_command)
+    chat.set_defaults(handler=_chat_command)
+    check.set_defaults(handler=_check_command)
     init = commands.add_parser("init", help="write a commented example configuration")
     init.add_argument("path", nargs="?", type=Path, default=Path("switchboard.yaml"))
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
-    return parser
+    init.set_defaults(handler=lambda args: _init(args.path, force=args.force))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "init":
-        return _init(args.path, force=args.force)
-    try:
-        path = find_config_path(args.config, os.environ)
-        settings = load_settings(path, os.environ)
-    except ConfigError as exc:
-        print(f"switchboard: configuration error\n{exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    if args.command == "check":
-        return _check(path, settings, as_json=args.json, online=args.online)
-    verbose = bool(getattr(args, "verbose", False))
-    return _run(path, settings, chat=args.command == "chat", verbose=verbose)
+def _run_command(args: argparse.Namespace) -> int:
+    path, settings = load_config(args)
+    return _run(path, settings, chat=False, verbose=False)
+
+
+def _chat_command(args: argparse.Namespace) -> int:
+    path, settings = load_config(args)
+    return _run(path, settings, chat=True, verbose=args.verbose)
+
+
+def _check_command(args: argparse.Namespace) -> int:
+    path, settings = load_config(args)
+    return _check(path, settings, as_json=args.json, online=args.online)
 
 
 def _run(path: Path, settings: Settings, *, chat: bool, verbose: bool) -> int:
@@ -140,8 +134,3 @@ def _init(path: Path, *, force: bool) -> int:
     path.write_text(text, "utf-8")
     print(f"wrote {path}; edit it, then run: switchboard check -c {path}")
     return EXIT_OK
-
-
-def run_main() -> None:
-    """Console-script entry point."""
-    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The ``switchboard`` command line (SPEC §13); ``python -m bot`` runs the same.
+
+Each module adds its subcommands: ``daemon`` (run, chat, check, init), ``operator`` (status,
+conversations, outbox, pairing, trace) and ``service`` (systemd units).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import cast
+
+from bot.cli.common import CommandFailed, Subcommands
+
+COMMAND_MODULES = ("bot.cli.daemon", "bot.cli.operator", "bot.cli.service")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="switchboard", description="Put a LangGraph agent into your team chats."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        add = cast(Callable[[Subcommands], None], module.add_commands)
+        add(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    handler = cast(Callable[[argparse.Namespace], int], args.handler)
+    try:
+        return handler(args)
+    except CommandFailed as exc:
+        print(f"switchboard: {exc}", file=sys.stderr)
+        return exc.status
+
+
+def run_main() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
