@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -55,7 +54,6 @@ class HttpServer:
         self._webhooks = len(routes.posts)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
-        self.before_metrics: list[Callable[[], Awaitable[None]]] = []
 
     async def start(self) -> None:
         if not self._settings.enabled:
@@ -87,6 +85,14 @@ class HttpServer:
                 reasons.append(f"channel {name}: {state}{f' ({detail})' if detail else ''}")
         return reasons
 
+    async def _refresh_gauges(self) -> None:
+        """Gauges that mirror state held elsewhere are read when scraped."""
+        for state, count in (await self._store.outbox.counts()).items():
+            self._counters.outbox_rows.labels(state=state).set(count)
+        for name in self._hub.names():
+            up = self._hub.state(name) is ChannelState.RUNNING
+            self._counters.channel_up.labels(channel=name).set(1 if up else 0)
+
     async def _healthz(self, _request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
 
@@ -100,7 +106,6 @@ class HttpServer:
         )
 
     async def _metrics(self, _request: web.Request) -> web.Response:
-        for refresh in self.before_metrics:
-            await refresh()
+        await self._refresh_gauges()
         payload = generate_latest(self._counters.registry)
         return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPE_LATEST})

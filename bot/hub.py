@@ -29,6 +29,9 @@ def _pause_setting(channel: str) -> str:
     return f"paused.{channel}"
 
 
+StateListener = Callable[[str, "ChannelState | None", "ChannelState"], None]
+
+
 class HealthReporter:
     """The ``ChannelHealth`` an adapter gets: writes its state into the hub."""
 
@@ -59,6 +62,8 @@ class ChannelHub:
         self._reasons: dict[str, str] = {}
         self._paused: set[str] = set()
         self._reporters: dict[str, HealthReporter] = {}
+        self.listeners: list[StateListener] = []
+        """Called on every state change as ``(channel, previous, new)``."""
 
     def add(self, channel: Channel) -> None:
         self._channels[channel.name] = channel
@@ -91,6 +96,8 @@ class ChannelHub:
         self._reasons[name] = reason
         if previous != state:
             logger.info("channel %s: %s -> %s %s", name, previous, state, reason)
+            for listener in self.listeners:
+                listener(name, previous, state)
 
     def usable(self, name: str) -> bool:
         """Whether sends to this channel should be attempted now."""

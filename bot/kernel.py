@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from bot.clarifications import Clarifications
 from bot.commands import CommandEnv, CommandRegistry, default_registry
 from bot.config import Settings
 from bot.delivery import Outbox, RetryPolicy
-from bot.hub import ChannelHub
+from bot.hub import ChannelHub, ChannelState
 from bot.intake import Intake
 from bot.lanes import Lanes
 from bot.maintenance import Housekeeping
@@ -109,6 +110,7 @@ def build_kernel(
             per_chat_interval_s=caps.per_chat_interval_s,
             global_rate_per_s=caps.global_rate_per_s,
         )
+    hub.listeners.append(functools.partial(_count_reconnects, counters))
     bus = InboundBus(current.daemon.inbound_queue_size)
     outbox = Outbox(
         store, hub, limiter, counters, RetryPolicy(max_attempts=current.daemon.outbox_max_attempts)
@@ -138,6 +140,13 @@ def build_kernel(
         housekeeping=Housekeeping(settings, store, hub, outbox, clarifications),
         clarifications=clarifications,
     )  # fmt: skip
+
+
+def _count_reconnects(
+    counters: Counters, channel: str, previous: ChannelState | None, state: ChannelState
+) -> None:
+    if state is ChannelState.RECONNECTING and previous is ChannelState.RUNNING:
+        counters.reconnects.labels(channel=channel).inc()
 
 
 def _threads(hub: ChannelHub, name: str) -> bool:

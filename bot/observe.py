@@ -60,6 +60,25 @@ class Counters:
             registry=self.registry,
         )
 
+        self.outbox_rows = Gauge(
+            "switchboard_outbox_rows",
+            "Outbox rows by state (pending rows wait to be sent; dead rows need an operator).",
+            ["state"],
+            registry=self.registry,
+        )
+        self.channel_up = Gauge(
+            "switchboard_channel_up",
+            "1 while the channel is connected, 0 otherwise.",
+            ["channel"],
+            registry=self.registry,
+        )
+        self.reconnects = Counter(
+            "switchboard_channel_reconnects",
+            "Times a channel lost its connection and reconnected.",
+            ["channel"],
+            registry=self.registry,
+        )
+
     def inbound(self, channel: str, outcome: str) -> None:
         self.inbound_total.labels(channel=channel, outcome=outcome).inc()
 

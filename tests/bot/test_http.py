@@ -1,0 +1,72 @@
+"""Health, readiness and metrics on the daemon's HTTP server (SPEC §13)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.bot.harness import Running, make_settings, running
+from tests.fakes.agent import FakeAgent
+from tests.fakes.channel import FakeChannel, dm
+
+
+def _url(daemon: Running, path: str) -> str:
+    assert daemon.daemon.http is not None
+    return f"http://127.0.0.1:{daemon.daemon.http.port}{path}"
+
+
+async def _get(daemon: Running, path: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as session, session.get(_url(daemon, path)) as response:
+        return response.status, await response.text()
+
+
+async def test_readyz_follows_channel_health(tmp_path: Path) -> None:
+    channel = FakeChannel()
+    async with running(make_settings(tmp_path), [channel], FakeAgent()) as daemon:
+        assert (await _get(daemon, "/healthz"))[0] == 200
+        status, body = await _get(daemon, "/readyz")
+        assert status == 200, body
+        assert '"ready": true' in body
+        health = daemon.kernel.hub.reporter("fake")
+        health.disconnected("socket closed by peer")
+        status, body = await _get(daemon, "/readyz")
+        assert status == 503
+        assert "channel fake: reconnecting (socket closed by peer)" in body
+        health.connected()
+        assert (await _get(daemon, "/readyz"))[0] == 200
+        health.auth_failed("token revoked")
+        status, body = await _get(daemon, "/readyz")
+        assert status == 503
+        assert "parked" in body
+
+
+async def test_metrics_count_a_handled_message(tmp_path: Path) -> None:
+    channel = FakeChannel()
+    async with running(make_settings(tmp_path), [channel], FakeAgent()) as daemon:
+        await channel.inject(dm("hello", message_id="1"))
+        await channel.inject(dm("hello", message_id="1"))
+        await channel.wait_text("echo: hello")
+        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.outbox.wait_idle()
+        status, text = await _get(daemon, "/metrics")
+    assert status == 200
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    accepted = (
+        "switchboard_inbound_messages_total",
+        (("channel", "fake"), ("outcome", "accepted")),
+    )
+    duplicate = (
+        "switchboard_inbound_messages_total",
+        (("channel", "fake"), ("outcome", "duplicate")),
+    )
+    assert samples[accepted] == 1
+    assert samples[duplicate] == 1
+    assert samples[("switchboard_run_duration_seconds_count", (("outcome", "ok"),))] == 1
+    assert samples[("switchboard_outbox_rows", (("state", "pending"),))] == 0
+    assert samples[("switchboard_channel_up", (("channel", "fake"),))] == 1
