@@ -69,6 +69,14 @@ class ChannelHub:
         self._channels[channel.name] = channel
         self._states[channel.name] = ChannelState.STARTING
 
+    def replace(self, channel: Channel) -> None:
+        """Swap in a new instance of a channel (a restart from fresh settings)."""
+        self._channels[channel.name] = channel
+
+    def remove(self, name: str) -> None:
+        self._channels.pop(name, None)
+        self.set_state(name, ChannelState.STOPPED)
+
     def reporter(self, name: str) -> HealthReporter:
         reporter = self._reporters.get(name)
         if reporter is None:

@@ -30,6 +30,7 @@ from bot.records import (
     AuditEntry,
     Clarification,
     Conversation,
+    DeliveryAttempt,
     InboundStatus,
     JournalEntry,
     MessageLink,
@@ -125,6 +126,8 @@ class ChannelCapabilities:
     progress_interval_group_s: float = 3.0
     per_chat_interval_s: float = 0.0
     global_rate_per_s: float = 0.0
+    stale_after_s: float | None = None
+    """Reconnect when nothing (not even a ping) arrived for this long; ``None`` disables."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,7 +291,9 @@ class InboundJournal(Protocol):
 
     async def get(self, entry_id: int) -> JournalEntry | None: ...
 
-    async def find(self, channel: str, message_id: str) -> list[JournalEntry]: ...
+    async def find(self, channel: str | None, message_id: str) -> list[JournalEntry]:
+        """Entries of a platform message id (in any chat); of any channel when ``None``."""
+        ...
 
     async def unfinished(self) -> list[JournalEntry]: ...
 
@@ -347,6 +352,14 @@ class OutboxStore(Protocol):
     async def mark_retry(self, row_id: int, error: str, next_attempt_at: datetime) -> None: ...
 
     async def mark_dead(self, row_id: int, error: str) -> None: ...
+
+    async def record_attempt(self, row_id: int, outcome: str, detail: str) -> None:
+        """Append one platform call's result to the row's history (``DeliveryAttempt``)."""
+        ...
+
+    async def attempts(self, row_id: int) -> list[DeliveryAttempt]:
+        """The row's platform calls, oldest first."""
+        ...
 
     async def listing(
         self, state: OutboxState | None = None, limit: int = 100
@@ -454,7 +467,17 @@ class Store(Protocol):
     @property
     def settings(self) -> SettingsStore: ...
 
-    async def open(self) -> None: ...
+    async def open(self) -> None:
+        """Open (creating and migrating as needed): what the daemon does."""
+        ...
+
+    async def open_existing(self) -> None:
+        """Open a store the daemon made, beside a running daemon (the operator CLI).
+
+        Never creates the store and never migrates it; raises ``StoreError`` saying why when
+        there is no store or its schema is not the one this build expects.
+        """
+        ...
 
     async def aclose(self) -> None: ...
 
