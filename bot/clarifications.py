@@ -181,16 +181,8 @@ def _option_or_text(clarification: Clarification, text: str) -> str:
 
 
 def _expired_edit(clarification: Clarification) -> TextEdit:
-    key = clarification.key
-    destination = Destination(
-        channel=key.channel,
-        account_id=key.account_id,
-        chat_id=key.chat_id,
-        chat_type=clarification.chat_type,
-        topic_id=key.topic_id,
-    )
     return TextEdit(
-        destination=destination,
+        destination=Destination.of(clarification.key, clarification.chat_type),
         message_id=clarification.question_message_id or "",
         text=f"⌛ ~{clarification.question}~ (this question expired)",
         kind=OutboundKind.NOTICE,

@@ -151,6 +151,17 @@ class Destination:
     chat_type: ChatType
     topic_id: str | None = None
 
+    @classmethod
+    def of(cls, key: ConversationKey, chat_type: ChatType) -> Destination:
+        """The conversation's chat, and its topic when it has one."""
+        return cls(
+            channel=key.channel,
+            account_id=key.account_id,
+            chat_id=key.chat_id,
+            chat_type=chat_type,
+            topic_id=key.topic_id,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Button:

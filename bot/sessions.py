@@ -80,13 +80,7 @@ class Sessions:
 
 def destination_for(message: InboundMessage, key: ConversationKey) -> Destination:
     """Where replies for this message's conversation go."""
-    return Destination(
-        channel=message.channel,
-        account_id=message.account_id,
-        chat_id=message.chat_id,
-        chat_type=message.chat_type,
-        topic_id=key.topic_id,
-    )
+    return Destination.of(key, message.chat_type)
 
 
 def _with(
