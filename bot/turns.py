@@ -215,7 +215,7 @@ class TurnRunner:
     async def _fail(self, scope: _Scope, reason: str) -> None:
         ctx = scope.ctx
         placeholder = await scope.stream.close()
-        text = f"⚠️ Sorry — {reason}. (ref `{ctx.correlation_id}`)"
+        text = failure_text(reason, ctx.correlation_id)
         deliveries = plan_text(ctx, text, scope.channel.capabilities, placeholder_id=placeholder)
         await self._d.outbox.submit(_items(ctx, deliveries))
         await self._react(ctx, Reaction.FAILED)
@@ -271,6 +271,18 @@ class TurnRunner:
             await self._d.store.inbound.update(
                 item.entry_id, status, reason=reason, key=request.key, thread_id=thread_id
             )
+
+
+def failure_text(reason: str, reference: str) -> str:
+    """The final message of a failed turn: what happened, and an id to quote to the operator.
+
+    Reasons come from backends as sentences ("The model could not be reached.") or as
+    fragments; either reads right after the colon.
+    """
+    fragment = reason.strip().rstrip(".")
+    if fragment[:1].isupper() and not fragment[1:2].isupper():
+        fragment = fragment[0].lower() + fragment[1:]
+    return f"⚠️ Sorry, I could not finish this reply: {fragment}. (ref `{reference}`)"
 
 
 def _items(ctx: ReplyContext, deliveries: list[Delivery]) -> list[OutboxItem]:
