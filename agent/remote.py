@@ -162,6 +162,11 @@ class RemoteBackend:
         if client is not None:
             await client.aclose()
 
+    async def probe(self) -> str:
+        """``switchboard check --online``: the server answers and knows the assistant."""
+        await self.start()
+        return f"{self._url} answers; assistant {self._assistant_id} found"
+
     async def create_thread(self) -> str:
         client = self._require_client()
         try:
