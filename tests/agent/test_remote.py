@@ -19,6 +19,7 @@ from agent.remote import RemoteBackend
 from bot.config import AgentSettings, RemoteSettings, Settings
 from bot.errors import AgentError
 from bot.ports import AgentEvent, ClarificationRequest, PresentedFile, TextDelta, ToolActivity
+from bot.probes import run_probes
 from bot.workspace import ThreadWorkspace
 from tests.agent.support import (
     SYSTEM_PROMPT,
@@ -380,3 +381,22 @@ async def test_files_kept_on_another_machine_are_named_in_the_text(
         "Here it is.\n\n(Files kept on the agent server, not sent here: outputs/report.md)"
     )
     assert streamed_text(events) == answer.text
+
+
+async def test_online_check_probes_the_server(
+    langgraph_server: LangGraphDevServer, tmp_path: Path
+) -> None:
+    settings = remote_settings(langgraph_server.url, tmp_path)
+    settings = settings.model_copy(
+        update={"agent": settings.agent.model_copy(update={"backend": "remote"})}
+    )
+    (result,) = await run_probes(settings)
+    assert result.ok, result.detail
+    assert result.detail.endswith("assistant agent found")
+    unreachable = remote_settings(f"http://127.0.0.1:{free_port()}", tmp_path)
+    unreachable = unreachable.model_copy(
+        update={"agent": unreachable.agent.model_copy(update={"backend": "remote"})}
+    )
+    (failed,) = await run_probes(unreachable)
+    assert not failed.ok
+    assert "Could not reach" in failed.detail
