@@ -32,7 +32,7 @@ from bot.messages import (
 from bot.observe import Counters
 from bot.ports import Channel, Store
 from bot.ratelimit import DestinationKey, RateLimiter
-from bot.records import MessageLink, OutboxItem, OutboxRow, OutboxState
+from bot.records import ATTEMPT_SENT, MessageLink, OutboxItem, OutboxRow, OutboxState
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +187,7 @@ class Outbox:
         except SendError as exc:
             return await self._failed(row, exc)
         await self._store.outbox.mark_sent(row.id, ref.message_ids)
+        await self._store.outbox.record_attempt(row.id, ATTEMPT_SENT, " ".join(ref.message_ids))
         await self._link(row.item, ref)
         self._resolve(row.id, ref)
         return True
@@ -194,6 +195,7 @@ class Outbox:
     async def _failed(self, row: OutboxRow, exc: SendError) -> bool:
         delivery = row.item.delivery
         key = destination_key(delivery)
+        await self._store.outbox.record_attempt(row.id, exc.kind, str(exc))
         self._counters.send_errors.labels(channel=key[0], kind=exc.kind).inc()
         logger.warning(
             "send failed row=%s channel=%s chat=%s kind=%s attempt=%s: %s",

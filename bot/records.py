@@ -37,6 +37,9 @@ class JournalEntry:
     thread_id: str | None
     recorded_at: datetime
     updated_at: datetime
+    duplicates: int = 0
+    """Redeliveries of this message that were dropped as ``duplicate`` (for ``trace``)."""
+    last_duplicate_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +92,24 @@ class OutboxRow:
     sent_message_ids: tuple[str, ...]
     created_at: datetime
     updated_at: datetime
+
+
+ATTEMPT_SENT = "sent"
+"""``DeliveryAttempt.outcome`` of a platform call that succeeded."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeliveryAttempt:
+    """One platform call made for an outbox row, and its result (append-only; for ``trace``).
+
+    ``outcome`` is ``ATTEMPT_SENT`` or the ``bot.errors.SendErrorKind`` value of the failure;
+    ``detail`` holds the sent message ids or the error message.
+    """
+
+    row_id: int
+    at: datetime
+    outcome: str
+    detail: str
 
 
 class ClarificationState(StrEnum):

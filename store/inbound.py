@@ -37,6 +37,8 @@ def _entry(row: sqlite3.Row) -> JournalEntry:
         thread_id=cols.opt_text("thread_id"),
         recorded_at=cols.at("recorded_at"),
         updated_at=cols.at("updated_at"),
+        duplicates=cols.integer("duplicates"),
+        last_duplicate_at=cols.opt_at("last_duplicate_at"),
     )
 
 
@@ -97,10 +99,14 @@ class SqliteInboundJournal(InboundJournal):
         return None if row is None else _entry(row)
 
     @override
-    async def find(self, channel: str, message_id: str) -> list[JournalEntry]:
-        rows = await self._db.rows(
-            f"{_SELECT} WHERE message_id = ? AND channel = ? ORDER BY id", (message_id, channel)
-        )
+    async def find(self, channel: str | None, message_id: str) -> list[JournalEntry]:
+        if channel is None:
+            rows = await self._db.rows(f"{_SELECT} WHERE message_id = ? ORDER BY id", (message_id,))
+        else:
+            rows = await self._db.rows(
+                f"{_SELECT} WHERE message_id = ? AND channel = ? ORDER BY id",
+                (message_id, channel),
+            )
         return [_entry(row) for row in rows]
 
     @override
@@ -127,7 +133,7 @@ class SqliteInboundJournal(InboundJournal):
         )
 
     async def duplicates(self, entry_id: int) -> int:
-        """How many redeliveries of the entry arrived (not in the port; for ``trace``)."""
+        """How many redeliveries of the entry arrived (also ``JournalEntry.duplicates``)."""
         row = await self._db.row("SELECT duplicates FROM inbound WHERE id = ?", (entry_id,))
         return 0 if row is None else Columns(row).integer("duplicates")
 

@@ -2,7 +2,8 @@
 
 Rows move pending -> sent, or pending -> dead once the delivery code gives up; ``revive``
 puts dead rows back. ``attempts`` counts finished attempts: every ``mark_sent``,
-``mark_retry`` and ``mark_dead`` reports one.
+``mark_retry`` and ``mark_dead`` reports one. Each platform call's result is also appended to
+``delivery_attempts`` (``record_attempt``), a history ``revive`` does not reset.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing_extensions import override
 
 from bot.errors import StoreError
 from bot.ports import OutboxStore
-from bot.records import OutboxItem, OutboxRow, OutboxState
+from bot.records import DeliveryAttempt, OutboxItem, OutboxRow, OutboxState
 from store.codec import (
     decode_delivery,
     decode_strings,
@@ -49,6 +50,16 @@ def _outbox_row(row: sqlite3.Row) -> OutboxRow:
         sent_message_ids=decode_strings(cols.text("sent_message_ids")),
         created_at=cols.at("created_at"),
         updated_at=cols.at("updated_at"),
+    )
+
+
+def _attempt(row: sqlite3.Row) -> DeliveryAttempt:
+    cols = Columns(row)
+    return DeliveryAttempt(
+        row_id=cols.integer("outbox_id"),
+        at=cols.at("at"),
+        outcome=cols.text("outcome"),
+        detail=cols.text("detail"),
     )
 
 
@@ -139,6 +150,20 @@ class SqliteOutboxStore(OutboxStore):
             " updated_at = ? WHERE id = ?",
             (OutboxState.DEAD, error, self._now(), row_id),
         )
+
+    @override
+    async def record_attempt(self, row_id: int, outcome: str, detail: str) -> None:
+        await self._db.write(
+            "INSERT INTO delivery_attempts (outbox_id, at, outcome, detail) VALUES (?, ?, ?, ?)",
+            (row_id, self._now(), outcome, detail),
+        )
+
+    @override
+    async def attempts(self, row_id: int) -> list[DeliveryAttempt]:
+        rows = await self._db.rows(
+            "SELECT * FROM delivery_attempts WHERE outbox_id = ? ORDER BY id", (row_id,)
+        )
+        return [_attempt(row) for row in rows]
 
     @override
     async def listing(self, state: OutboxState | None = None, limit: int = 100) -> list[OutboxRow]:

@@ -81,6 +81,20 @@ def _check_not_newer(current: int, latest: int) -> None:
         )
 
 
+async def require_current(db: Database) -> int:
+    """The schema version, which must be this build's: for a process that must not migrate."""
+    latest = (await asyncio.to_thread(load_migrations))[-1].version
+    async with db.session() as session:
+        current = await _user_version(session)
+    _check_not_newer(current, latest)
+    if current < latest:
+        raise StoreError(
+            f"database schema version {current} is older than this Switchboard ({latest});"
+            " (re)start the daemon once to upgrade it"
+        )
+    return current
+
+
 async def migrate(db: Database) -> int:
     """Bring the schema up to date; returns the version it is at."""
     migrations = await asyncio.to_thread(load_migrations)

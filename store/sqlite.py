@@ -8,6 +8,7 @@ The single-instance lock of ``switchboard run`` is not this class's job.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from types import TracebackType
@@ -26,7 +27,7 @@ from store.conversations import SqliteConversationStore, SqliteLinkStore
 from store.db import Clock, Database
 from store.inbound import SqliteInboundJournal
 from store.outbox import SqliteOutboxStore
-from store.schema import migrate
+from store.schema import migrate, require_current
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +115,20 @@ class SqliteStore(Store):
             await self._db.close()
             raise
         logger.info("store opened: %s (schema %d)", self.path, version)
+
+    @override
+    async def open_existing(self) -> None:
+        """Connect to the daemon's file without creating or migrating it (the operator CLI)."""
+        if self._db.is_open:
+            return
+        if not await asyncio.to_thread(self.path.is_file):
+            raise StoreError(f"no database at {self.path}; has the daemon run with this state_dir?")
+        await self._db.connect()
+        try:
+            await require_current(self._db)
+        except BaseException:
+            await self._db.close()
+            raise
 
     @override
     async def aclose(self) -> None:

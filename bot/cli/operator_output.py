@@ -1,0 +1,186 @@
+"""How operator commands print: aligned tables for a terminal, JSON for scripts.
+
+Plain text with padded columns (no table library): it reads well in a terminal, over ssh and
+in ``journalctl``-style pipes, and ``--json`` is the stable form for scripts. Message text —
+what users wrote and what the bot answered — is never printed, only its length: an operator
+debugging a delivery needs ids, states and errors, not the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from bot.messages import ConversationKey, Delivery, OutboundFile, OutboundText, TextEdit
+from bot.records import Conversation, DeliveryAttempt, OutboxRow, PairingRequest
+
+NONE = "-"
+
+JsonObject = dict[str, object]
+
+
+def print_json(value: object) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "") -> str:
+    """Columns padded to their widest cell; the last column is not padded."""
+    widths = [len(header) for header in headers]
+    for row in rows:
+        widths = [max(width, len(cell)) for width, cell in zip(widths, row, strict=True)]
+    lines = []
+    for cells in (headers, *rows):
+        padded = [cell.ljust(width) for cell, width in zip(cells, widths, strict=True)]
+        lines.append(indent + "  ".join(padded).rstrip())
+    return "\n".join(lines)
+
+
+def when(at: datetime | None, *, millis: bool = False) -> str:
+    """A UTC timestamp to the second (or millisecond), for tables."""
+    if at is None:
+        return NONE
+    shown = at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return shown[:-3] if millis else shown[:-7]
+
+
+def iso(at: datetime | None) -> str | None:
+    return None if at is None else at.astimezone(UTC).isoformat()
+
+
+def clip(text: str | None, width: int = 60) -> str:
+    """One line of at most ``width`` characters."""
+    if not text:
+        return NONE
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def describe_delivery(delivery: Delivery) -> str:
+    """What an outbox row does, without its text: ``text final (42 chars)``."""
+    if isinstance(delivery, OutboundText):
+        return f"text {delivery.kind} ({len(delivery.text)} chars)"
+    if isinstance(delivery, TextEdit):
+        return f"edit {delivery.kind} of {delivery.message_id} ({len(delivery.text)} chars)"
+    if isinstance(delivery, OutboundFile):
+        kind = "image" if delivery.is_image else "file"
+        return f"{kind} {delivery.name} ({delivery.size} bytes)"
+    return f"reaction {delivery.reaction} on {delivery.message_id}"
+
+
+def key_json(key: ConversationKey | None) -> JsonObject | None:
+    if key is None:
+        return None
+    return {
+        "channel": key.channel,
+        "account_id": key.account_id,
+        "chat_id": key.chat_id,
+        "topic_id": key.topic_id,
+        "user_id": key.user_id,
+    }
+
+
+# --------------------------------------------------------------------------- conversations
+
+CONVERSATION_HEADERS = ("CHANNEL", "CHAT", "TOPIC", "USER", "THREAD", "UPDATED")
+
+
+def conversation_cells(conversation: Conversation) -> list[str]:
+    key = conversation.key
+    return [
+        key.channel if not key.account_id else f"{key.channel}/{key.account_id}",
+        key.chat_id,
+        key.topic_id or NONE,
+        key.user_id or NONE,
+        conversation.thread_id,
+        when(conversation.updated_at),
+    ]
+
+
+def conversation_json(conversation: Conversation) -> JsonObject:
+    return {
+        "key": key_json(conversation.key),
+        "thread_id": conversation.thread_id,
+        "created_at": iso(conversation.created_at),
+        "updated_at": iso(conversation.updated_at),
+    }
+
+
+# --------------------------------------------------------------------------- outbox
+
+OUTBOX_HEADERS = (
+    "ID", "STATE", "ATTEMPTS", "CHANNEL", "CHAT", "WHAT", "CORRELATION", "UPDATED", "LAST ERROR",
+)  # fmt: skip
+
+
+def outbox_cells(row: OutboxRow) -> list[str]:
+    destination = row.item.delivery.destination
+    return [
+        str(row.id),
+        row.state,
+        str(row.attempts),
+        destination.channel,
+        destination.chat_id,
+        describe_delivery(row.item.delivery),
+        row.item.correlation_id,
+        when(row.updated_at),
+        clip(row.last_error, 50),
+    ]
+
+
+def outbox_json(row: OutboxRow, attempts: Sequence[DeliveryAttempt] | None = None) -> JsonObject:
+    destination = row.item.delivery.destination
+    found: JsonObject = {
+        "id": row.id,
+        "state": row.state,
+        "what": describe_delivery(row.item.delivery),
+        "channel": destination.channel,
+        "account_id": destination.account_id,
+        "chat_id": destination.chat_id,
+        "topic_id": destination.topic_id,
+        "idempotency_key": row.item.idempotency_key,
+        "correlation_id": row.item.correlation_id,
+        "thread_id": row.item.thread_id,
+        "attempts": row.attempts,
+        "next_attempt_at": iso(row.next_attempt_at),
+        "last_error": row.last_error,
+        "sent_message_ids": list(row.sent_message_ids),
+        "created_at": iso(row.created_at),
+        "updated_at": iso(row.updated_at),
+    }
+    if attempts is not None:
+        found["calls"] = [attempt_json(attempt) for attempt in attempts]
+    return found
+
+
+def attempt_json(attempt: DeliveryAttempt) -> JsonObject:
+    return {"at": iso(attempt.at), "outcome": attempt.outcome, "detail": attempt.detail}
+
+
+# --------------------------------------------------------------------------- pairing
+
+PAIRING_HEADERS = ("CODE", "CHANNEL", "USER", "NAME", "CHAT", "REQUESTED", "EXPIRES")
+
+
+def pairing_cells(request: PairingRequest) -> list[str]:
+    return [
+        request.code,
+        request.channel,
+        request.user_id,
+        request.display_name or NONE,
+        request.chat_id,
+        when(request.created_at),
+        when(request.expires_at),
+    ]
+
+
+def pairing_json(request: PairingRequest) -> JsonObject:
+    return {
+        "code": request.code,
+        "channel": request.channel,
+        "user_id": request.user_id,
+        "display_name": request.display_name,
+        "chat_id": request.chat_id,
+        "created_at": iso(request.created_at),
+        "expires_at": iso(request.expires_at),
+    }
