@@ -52,8 +52,15 @@ def find_config_path(explicit: Path | None, environ: Mapping[str, str]) -> Path:
     return path
 
 
-def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Settings:
-    """Read, expand and validate ``path``; raise one ``ConfigError`` listing every problem."""
+def load_settings(
+    path: Path, environ: Mapping[str, str] | None = None, *, require_secrets: bool = True
+) -> Settings:
+    """Read, expand and validate ``path``; raise one ``ConfigError`` listing every problem.
+
+    Operator commands that only read ``state_dir`` and ``http`` pass
+    ``require_secrets=False``: under systemd the secrets live in the unit's
+    ``EnvironmentFile``, which an operator's shell does not have.
+    """
     env = os.environ if environ is None else environ
     raw = _parse_yaml(path, _read(path))
     if not isinstance(raw, dict):
@@ -75,7 +82,8 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         settings = Settings.model_validate(expanded)
     except ValidationError as exc:
         problems.extend(_validation_lines(exc, prefix=(), unset=unset))
-    problems.extend(_missing_secrets(expanded.get("channels"), unset))
+    if require_secrets:
+        problems.extend(_missing_secrets(expanded.get("channels"), unset))
     if problems or settings is None:
         raise ConfigError(f"{path}: invalid configuration\n" + "\n".join(problems))
     return settings

@@ -25,7 +25,8 @@ class ChannelState(StrEnum):
     STOPPED = "stopped"
 
 
-def _pause_setting(channel: str) -> str:
+def pause_setting(channel: str) -> str:
+    """The settings row that holds a channel's pause switch (``*`` for all channels)."""
     return f"paused.{channel}"
 
 
@@ -113,7 +114,7 @@ class ChannelHub:
 
     async def load_pauses(self) -> None:
         for name in [*self._channels, ALL_CHANNELS]:
-            if await self._settings.get(_pause_setting(name)):
+            if await self._settings.get(pause_setting(name)):
                 self._paused.add(name)
 
     def is_paused(self, channel: str) -> bool:
@@ -124,4 +125,4 @@ class ChannelHub:
             self._paused.add(channel)
         else:
             self._paused.discard(channel)
-        await self._settings.set(_pause_setting(channel), "1" if paused else None)
+        await self._settings.set(pause_setting(channel), "1" if paused else None)

@@ -35,10 +35,10 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def load_config(args: argparse.Namespace) -> tuple[Path, Settings]:
+def load_config(args: argparse.Namespace, *, require_secrets: bool = True) -> tuple[Path, Settings]:
     """The chosen config file and its settings; a config error ends the command with 78."""
     try:
         path = find_config_path(args.config, os.environ)
-        return path, load_settings(path, os.environ)
+        return path, load_settings(path, os.environ, require_secrets=require_secrets)
     except ConfigError as exc:
         raise CommandFailed(f"configuration error\n{exc}", EXIT_CONFIG) from None

@@ -51,7 +51,7 @@ def add_leaf(
 
 
 def _invoke(handler_path: str, args: argparse.Namespace) -> int:
-    _path, settings = load_config(args)
+    _path, settings = load_config(args, require_secrets=False)
     module_name, _, name = handler_path.partition(":")
     handler = cast(OperatorHandler, getattr(importlib.import_module(module_name), name))
     try:

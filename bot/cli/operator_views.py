@@ -19,7 +19,7 @@ from bot.cli.operator_readyz import Readiness, fetch_readiness, readiness_json
 from bot.cli.operator_trace import trace_json, trace_message, trace_text
 from bot.config import Settings
 from bot.exit_codes import EXIT_OK
-from bot.hub import ALL_CHANNELS
+from bot.hub import ALL_CHANNELS, pause_setting
 from bot.messages import utc_now
 from bot.ports import Store
 from bot.records import OutboxState
@@ -80,7 +80,7 @@ async def _paused(store: Store, settings: Settings) -> tuple[str, ...]:
     """Channels with a persisted ``/pause`` (``*`` is every channel), read from the settings
     rows ``ChannelHub`` writes: ``paused.<channel>``."""
     names = {*IMPORT_PATHS[EdgeKind.CHANNEL], *settings.channels.enabled(), ALL_CHANNELS}
-    return tuple([name for name in sorted(names) if await store.settings.get(f"paused.{name}")])
+    return tuple([name for name in sorted(names) if await store.settings.get(pause_setting(name))])
 
 
 def _print_status(readiness: Readiness, settings: Settings, facts: StoreFacts | str) -> None:
