@@ -364,3 +364,12 @@ def test_expanded_strings_are_coerced_by_the_schema(tmp_path: Path) -> None:
     assert not settings.http.enabled
     assert settings.channels.telegram.enabled
     assert SECRET not in repr(settings)
+
+
+def test_operator_reads_need_no_channel_secrets(tmp_path: Path) -> None:
+    config = tmp_path / "service.yaml"
+    config.write_text("config_version: 1\nchannels:\n  telegram:\n    enabled: true\n")
+    with pytest.raises(ConfigError, match=r"channels\.telegram\.token"):
+        load_settings(config, {})
+    settings = load_settings(config, {}, require_secrets=False)
+    assert settings.channels.telegram.enabled
