@@ -114,6 +114,8 @@ class ChannelSettings(Section):
     dm_policy: DmPolicy | None = None
     group_policy: GroupPolicy | None = None
     allowed_users: tuple[str, ...] = ()
+    ignore_bots: bool = True
+    """Drop messages from other bots (the bot's own are always dropped)."""
 
     def required_secrets(self) -> tuple[str, ...]:
         """Fields that must be non-empty when the channel is enabled."""
@@ -226,6 +228,7 @@ class Settings(Section):
             dm_policy=block.dm_policy or self.access.dm_policy,
             group_policy=block.group_policy or self.access.group_policy,
             allowed_users=frozenset(block.allowed_users),
+            ignore_bots=block.ignore_bots,
         )
 
 
@@ -236,3 +239,4 @@ class ChannelPolicy(Section):
     dm_policy: DmPolicy
     group_policy: GroupPolicy
     allowed_users: frozenset[str]
+    ignore_bots: bool = True

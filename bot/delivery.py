@@ -181,7 +181,9 @@ class Outbox:
                 self._clock() + PARKED_RETRY,
             )
             return False
-        await self._limiter.acquire(key)
+        if not isinstance(delivery, ReactionMark):
+            # Reactions are not messages: platforms rate-limit them separately.
+            await self._limiter.acquire(key)
         try:
             ref = await _perform(channel, delivery)
         except SendError as exc:

@@ -88,7 +88,7 @@ class Router:
     async def handle(self, item: Accepted) -> None:
         message = item.message
         self._d.outbox.mark_reachable((message.channel, message.account_id, message.chat_id))
-        if message.sender.is_bot:
+        if message.sender.is_bot and self._ignores_bots(message.channel):
             await self._drop(item, DropReason.FROM_BOT)
             return
         parsed = self._parse_command(message)
@@ -123,6 +123,10 @@ class Router:
         key = await self._d.sessions.key_for(message)
         request = TurnRequest(key=key, destination=destination_for(message, key), items=(item,))
         await self._submit(item, request)
+
+    def _ignores_bots(self, channel: str) -> bool:
+        """Other bots are ignored unless the channel opts in (adapters drop our own)."""
+        return self._d.settings().channel_policy(channel).ignore_bots
 
     def _parse_command(self, message: InboundMessage) -> ParsedCommand | None:
         if message.button is not None:

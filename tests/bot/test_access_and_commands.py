@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from bot.records import InboundStatus
@@ -147,4 +148,16 @@ async def test_group_policy_off_ignores_groups(tmp_path: Path) -> None:
         await daemon.kernel.router.wait_handled(1)
         (entry,) = await daemon.kernel.store.inbound.find("fake", "1")
     assert entry.reason == "not_addressed"
+    assert agent.runs == []
+
+
+async def test_messages_from_other_bots_are_dropped(tmp_path: Path) -> None:
+    channel, agent = FakeChannel(), FakeAgent()
+    robot = dm("beep", message_id="1", user="robot")
+    robot = replace(robot, sender=replace(robot.sender, is_bot=True))
+    async with running(make_settings(tmp_path), [channel], agent) as daemon:
+        await channel.inject(robot)
+        await daemon.kernel.router.wait_handled(1)
+        (entry,) = await daemon.kernel.store.inbound.find("fake", "1")
+    assert entry.reason == "from_bot"
     assert agent.runs == []

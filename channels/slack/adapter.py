@@ -1,0 +1,344 @@
+"""The Slack channel on slack-bolt's ``AsyncApp``, in Socket Mode or HTTP Events mode (SPEC §14).
+
+Wiring (PLATFORMS.md §2), all on the daemon's loop, nothing patched:
+
+- Web API calls go through ``AsyncWebClient(base_url=api_base_url)`` with no retry handlers —
+  the kernel's outbox retries by error kind (``errors.py``), so nothing is sent twice.
+- ``start`` runs ``auth.test`` once (a refused token raises ``AuthFailed``: the channel is
+  parked) and hands bolt an ``authorize`` function answering from that result, so bolt makes
+  no ``auth.test`` of its own before acknowledging the first event. The result also gives the
+  bot's user id (mentions, own messages) and the team id (``account_id``).
+- Socket Mode: ``connection.SocketLink`` (``connect_async``/``close_async``, reconnects,
+  backoff, health). HTTP mode: a route on the daemon's HTTP server, registered in
+  ``__init__``, dispatching to bolt, which checks the signing secret (401 otherwise) and
+  answers ``url_verification``.
+- Listeners (``events.py``) only publish; bolt acks once they return (see there).
+
+Proxies: slack_sdk reads ``HTTPS_PROXY``/``HTTP_PROXY`` but ignores ``NO_PROXY``. The adapter
+decides itself, with the standard library's rules (``NO_PROXY`` honoured), whether the API host
+needs a proxy and sets that on the clients it owns — the Web API client and the Socket Mode
+client — overriding what the SDK picked up from the environment. Bolt's per-request clients
+would still read the environment, but this adapter never calls through them.
+
+Capabilities: the ``markdown`` block holds 12 000 characters, so that is the text limit the
+kernel splits at; Slack allows about one message per second per channel (edits and posts share
+the kernel's limiter); progress edits every second; Slack has no bot typing indicator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import urllib.request
+from collections.abc import Awaitable
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+import aiohttp
+from aiohttp import web
+from pydantic import SecretStr
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.web.async_client import AsyncWebClient
+from typing_extensions import override
+
+from bot.config import Settings
+from bot.errors import (
+    AuthFailed,
+    ChannelError,
+    ConfigError,
+    DownloadError,
+    SendError,
+    TransientSendError,
+)
+from bot.messages import (
+    Attachment,
+    OutboundFile,
+    OutboundText,
+    ReactionMark,
+    SentRef,
+    TextEdit,
+)
+from bot.ports import BotIdentity, ChannelCapabilities, ChannelContext, Publish
+from channels.base import BaseChannel
+from channels.slack.connection import LinkOptions, LinkWebClient, SocketLink, open_url
+from channels.slack.downloads import FileAccess, fetch
+from channels.slack.errors import sdk_errors
+from channels.slack.events import Listeners
+from channels.slack.inbound import BotSelf, ChoiceClick, InboundRules, Translator
+from channels.slack.markup import UserNames
+from channels.slack.outbound import Outbound
+
+logger = logging.getLogger(__name__)
+
+FILE_LIMIT = 100 * 1024 * 1024
+SLACK_CAPABILITIES = ChannelCapabilities(
+    text_limit=12_000, edits=True, buttons=True, threads=True, reactions=True, typing=False,
+    max_file_bytes=FILE_LIMIT, max_image_bytes=FILE_LIMIT, progress_interval_dm_s=1.0,
+    progress_interval_group_s=1.0, per_chat_interval_s=1.0,
+)  # fmt: skip
+PING_INTERVAL_S = 10.0
+AUTH_RECHECK_S = 300.0
+HTTP_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=15, sock_read=60)
+T = TypeVar("T")
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy for ``url`` by the usual environment variables, ``NO_PROXY`` included."""
+    parts = urlsplit(url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return urllib.request.getproxies().get(parts.scheme) or None
+
+
+def _secret(value: SecretStr | None, path: str) -> str:
+    secret = value.get_secret_value() if value is not None else ""
+    if not secret:
+        raise ConfigError(f"{path}: required when the channel is enabled")
+    return secret
+
+
+class SlackChannel(BaseChannel):
+    name = "slack"
+    capabilities = SLACK_CAPABILITIES
+
+    def __init__(
+        self,
+        settings: Settings,
+        context: ChannelContext,
+        *,
+        capabilities: ChannelCapabilities | None = None,
+        ping_interval_s: float = PING_INTERVAL_S,
+        rules: InboundRules | None = None,
+    ) -> None:
+        """No I/O. ``capabilities`` and ``ping_interval_s`` let tests on a fake go faster."""
+        super().__init__()
+        block = settings.channels.slack
+        self._bot_token = _secret(block.bot_token, "channels.slack.bot_token")
+        self._socket = block.mode == "socket"
+        self._app_token = (
+            _secret(block.app_token, "channels.slack.app_token") if self._socket else ""
+        )
+        self._signing_secret = (
+            "" if self._socket else _secret(block.signing_secret, "channels.slack.signing_secret")
+        )
+        self._api = block.api_base_url
+        self._proxy = proxy_for(self._api)
+        self._health = context.health
+        self._ping_interval_s = ping_interval_s
+        self._rules = rules or InboundRules(ignore_other_bots=settings.channels.slack.ignore_bots)
+        if capabilities is not None:
+            self.capabilities = capabilities
+        if not self._socket:
+            context.routes.add_post(block.events_path, self._on_http)
+        self._session: aiohttp.ClientSession | None = None
+        self._web: AsyncWebClient | None = None
+        self._app: AsyncApp | None = None
+        self._link: SocketLink | None = None
+        self._out: Outbound | None = None
+        self._me: BotSelf | None = None
+        self._auth_lost = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _clients(self) -> tuple[aiohttp.ClientSession, AsyncWebClient, LinkWebClient]:
+        session = aiohttp.ClientSession(timeout=HTTP_TIMEOUT)
+        sends = AsyncWebClient(
+            token=self._bot_token, base_url=self._api, session=session, retry_handlers=[]
+        )
+        control = LinkWebClient(health=self._health, base_url=self._api, session=session)
+        for client in (sends, control):
+            client.proxy = self._proxy  # override what the SDK read from the environment
+        return session, sends, control
+
+    async def probe(self) -> str:
+        """``auth.test`` (and, in Socket Mode, the app token) for ``switchboard check --online``."""
+        session, sends, control = self._clients()
+        try:
+            me = await self._authenticate(sends)
+            detail = f"{me.team or me.team_id} ({me.team_id}) as @{me.name or me.user_id}"
+            if self._socket:
+                await open_url(control, self._app_token)
+                detail += ", app token ok"
+        finally:
+            await session.close()
+        return detail
+
+    async def start(self, publish: Publish) -> None:
+        self._publish = publish
+        try:
+            await self._open(publish)
+        except BaseException:
+            self._intake_open = False
+            await self._close_resources()
+            raise
+        if not self._socket:
+            self._health.connected()
+        logger.info("slack connected (%s mode)", "socket" if self._socket else "http")
+
+    async def _open(self, publish: Publish) -> None:
+        session, sends, control = self._clients()
+        self._session, self._web = session, sends
+        me = self._me = await self._authenticate(sends)
+        self._identity = BotIdentity(
+            user_id=me.user_id, usernames=frozenset({me.name}) if me.name else frozenset()
+        )
+        self._out = Outbound(sends)
+        app = self._app = self._new_app(control, me)
+        translator = Translator(me, UserNames(self._user_name), self._rules, self.name)
+        Listeners(translator, publish, self._mark_choice, self._accepting).register(app)
+        self._intake_open = True
+        self._spawn(self._recheck_auth(), "auth")
+        if self._socket:
+            options = LinkOptions(
+                app_token=self._app_token, ping_interval_s=self._ping_interval_s, proxy=self._proxy
+            )
+            self._link = SocketLink(app, options, control, self._health)
+            await self._link.open()
+
+    def _new_app(self, client: AsyncWebClient, me: BotSelf) -> AsyncApp:
+        async def authorize(enterprise_id: str | None) -> AuthorizeResult:
+            return AuthorizeResult(
+                enterprise_id=enterprise_id, team_id=me.team_id, bot_id=me.bot_id,
+                bot_user_id=me.user_id, bot_token=self._bot_token,
+            )  # fmt: skip
+
+        return AsyncApp(
+            name="switchboard",
+            client=client,
+            signing_secret=self._signing_secret,
+            authorize=authorize,
+            process_before_response=True,
+            ignoring_self_events_enabled=True,
+        )
+
+    async def _authenticate(self, client: AsyncWebClient) -> BotSelf:
+        try:
+            with sdk_errors():
+                found = await client.auth_test()
+        except AuthFailed:
+            raise
+        except SendError as exc:
+            raise ChannelError(f"auth.test failed: {exc}") from exc
+        return BotSelf(
+            team_id=str(found.get("team_id") or ""),
+            team=str(found.get("team") or ""),
+            user_id=str(found.get("user_id") or ""),
+            bot_id=str(found.get("bot_id") or ""),
+            name=str(found.get("user") or ""),
+        )
+
+    def _accepting(self) -> bool:
+        return self._intake_open
+
+    @override
+    async def stop_intake(self) -> None:
+        await super().stop_intake()
+        if self._link is not None:
+            link, self._link = self._link, None
+            await link.close()
+
+    async def aclose(self) -> None:
+        self._intake_open = False
+        await self._close_resources()
+
+    async def _close_resources(self) -> None:
+        if self._link is not None:
+            link, self._link = self._link, None
+            await link.close()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+    def _spawn(self, work: Awaitable[None], what: str) -> None:
+        async def run() -> None:
+            try:
+                await work
+            except SendError as exc:
+                logger.warning("slack %s failed: %s", what, exc)
+
+        task = asyncio.create_task(run(), name=f"channel:slack:{what}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------ inbound
+
+    async def _on_http(self, request: web.Request) -> web.StreamResponse:
+        """The Events/interactivity/commands endpoint; 503 until started so Slack retries."""
+        app = self._app
+        if app is None or not self._intake_open:
+            return web.Response(status=503, text="not ready")
+        response = await app.async_dispatch(await to_bolt_request(request))
+        if response.status == 200:
+            self._health.activity()
+        return await to_aiohttp_response(response)
+
+    async def _user_name(self, user_id: str) -> str | None:
+        if self._web is None:
+            return None
+        with sdk_errors():
+            found = await self._web.users_info(user=user_id)
+        user = found.get("user") or {}
+        profile = user.get("profile") or {}
+        name = profile.get("display_name") or profile.get("real_name") or user.get("name")
+        return str(name) if name else None
+
+    def _mark_choice(self, click: ChoiceClick) -> None:
+        if self._out is not None:
+            self._spawn(self._out.mark_choice(click), "choice")
+
+    async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
+        if self._session is None:
+            raise DownloadError("the Slack channel is not running")
+        access = FileAccess(token=self._bot_token, api_base_url=self._api, proxy=self._proxy)
+        return await fetch(self._session, attachment, access, max_bytes)
+
+    # ------------------------------------------------------------------ outbound
+
+    def _outbound(self) -> Outbound:
+        if self._out is None:
+            raise TransientSendError("the Slack channel is not running")
+        return self._out
+
+    async def _guard(self, call: Awaitable[T]) -> T:
+        """A refused token parks the channel until ``auth.test`` passes again."""
+        try:
+            return await call
+        except AuthFailed as exc:
+            self._health.auth_failed(str(exc))
+            self._auth_lost.set()
+            raise
+
+    async def _recheck_auth(self) -> None:
+        while True:
+            await self._auth_lost.wait()
+            await asyncio.sleep(AUTH_RECHECK_S)
+            if self._web is None:
+                continue
+            try:
+                await self._authenticate(self._web)
+            except ChannelError as exc:
+                logger.info("slack token still refused: %s", exc)
+                continue
+            self._auth_lost.clear()
+            self._health.connected()
+
+    async def send_text(self, message: OutboundText) -> SentRef:
+        return await self._guard(self._outbound().send_text(message))
+
+    @override
+    async def edit_text(self, edit: TextEdit) -> None:
+        await self._guard(self._outbound().edit_text(edit))
+
+    async def send_file(self, file: OutboundFile) -> SentRef:
+        return await self._guard(self._outbound().send_file(file))
+
+    @override
+    async def react(self, mark: ReactionMark) -> None:
+        await self._guard(self._outbound().react(mark))

@@ -1,0 +1,184 @@
+"""Sending to Slack: messages, edits, reactions, files and the "Chosen: X" mark (SPEC §8).
+
+Every call goes through ``sdk_errors`` so the kernel sees ``SendError`` kinds only. The client
+has no retry handlers: the kernel's outbox retries by kind, so a lost response never turns
+into a second copy of a message here.
+
+Threads: a destination's ``topic_id`` is the ``thread_ts`` to post into — the user's message
+for a new top-level mention, the thread for a reply — in channels and in DMs alike; a DM
+conversation without a topic is answered at top level.
+
+Reactions are stages of one message (👀 while working, then ✅ or ❌). The adapter remembers
+the stage it put on each recent message and removes it when the next one arrives, so a
+finished message shows only the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.errors import InvalidRequest, SendError
+from bot.messages import (
+    Button,
+    Destination,
+    OutboundFile,
+    OutboundText,
+    Reaction,
+    ReactionMark,
+    RenderMode,
+    SentRef,
+    TextEdit,
+)
+from channels.slack.errors import MessageGone, error_code, sdk_errors
+from channels.slack.inbound import ChoiceClick
+from channels.slack.render import Payload, Rung, chosen_blocks, escape, render
+
+logger = logging.getLogger(__name__)
+
+REACTIONS = {
+    Reaction.QUEUED: "hourglass_flowing_sand",
+    Reaction.WORKING: "eyes",
+    Reaction.DONE: "white_check_mark",
+    Reaction.FAILED: "x",
+}
+IGNORED_REACTION_ERRORS = frozenset({"already_reacted", "no_reaction"})
+RICH_RUNGS = (Rung.MARKDOWN, Rung.MRKDWN)
+_SLACK_TS = re.compile(r"\d+\.\d+")
+STAGES_KEPT = 4096
+
+PayloadCall = Callable[[Payload], Awaitable[str]]
+"""One platform call of a ladder: a payload in, the message ts out."""
+
+
+def thread_of(destination: Destination) -> str | None:
+    return destination.topic_id or None
+
+
+def rungs_for(mode: RenderMode) -> tuple[Rung, ...]:
+    return RICH_RUNGS if mode is RenderMode.RICH else (Rung.PLAIN,)
+
+
+class Outbound:
+    def __init__(self, web: AsyncWebClient) -> None:
+        self._web = web
+        self._stages: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+    async def send_text(self, message: OutboundText) -> SentRef:
+        dest = message.destination
+        thread = thread_of(dest)
+
+        async def post(payload: Payload) -> str:
+            with sdk_errors():
+                response = await self._web.chat_postMessage(
+                    channel=dest.chat_id,
+                    text=payload.text,
+                    blocks=list(payload.blocks) or None,
+                    thread_ts=thread,
+                    mrkdwn=payload.mrkdwn,
+                )
+            return str(response.get("ts") or "")
+
+        ts = await self._ladder(message.text, message.render, message.buttons, post)
+        return SentRef(message_ids=(ts,))
+
+    async def edit_text(self, edit: TextEdit) -> None:
+        async def update(payload: Payload) -> str:
+            with sdk_errors():
+                await self._web.chat_update(
+                    channel=edit.destination.chat_id,
+                    ts=edit.message_id,
+                    text=payload.text,
+                    blocks=list(payload.blocks),  # [] removes blocks an earlier version had
+                )
+            return edit.message_id
+
+        await self._ladder(edit.text, edit.render, edit.buttons, update)
+
+    async def _ladder(
+        self, text: str, mode: RenderMode, buttons: tuple[Button, ...], call: PayloadCall
+    ) -> str:
+        """Try each rung of the mode; a rejected payload (not a vanished message) falls through."""
+        rungs = rungs_for(mode)
+        for rung in rungs[:-1]:
+            try:
+                return await call(render(text, rung, buttons))
+            except InvalidRequest as exc:
+                if isinstance(exc, MessageGone):
+                    raise
+                logger.info("slack rejected the %s rendering (%s); trying a simpler one", rung, exc)
+        return await call(render(text, rungs[-1], buttons))
+
+    async def react(self, mark: ReactionMark) -> None:
+        """Reactions on a real message ``ts``; button and command ids are not messages."""
+        if not _SLACK_TS.fullmatch(mark.message_id):
+            return
+        key = (mark.destination.chat_id, mark.message_id)
+        name = REACTIONS[mark.reaction]
+        await self._reaction("add", key, name)
+        previous = self._stages.pop(key, None)
+        self._stages[key] = name
+        while len(self._stages) > STAGES_KEPT:
+            self._stages.popitem(last=False)
+        if previous is not None and previous != name:
+            await self._reaction("remove", key, previous)
+
+    async def _reaction(self, verb: str, key: tuple[str, str], name: str) -> None:
+        method = self._web.reactions_add if verb == "add" else self._web.reactions_remove
+        try:
+            with sdk_errors():
+                await method(channel=key[0], timestamp=key[1], name=name)
+        except SendError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, SlackApiError) and error_code(cause) in IGNORED_REACTION_ERRORS:
+                return
+            raise
+
+    async def send_file(self, file: OutboundFile) -> SentRef:
+        data = await asyncio.to_thread(Path(file.path).read_bytes)
+        dest = file.destination
+        with sdk_errors():
+            response = await self._web.files_upload_v2(
+                channel=dest.chat_id,
+                thread_ts=thread_of(dest),
+                file=data,
+                filename=file.name,
+                title=file.name,
+                initial_comment=file.caption or None,
+            )
+        files = response.get("files") or [{}]
+        return SentRef(message_ids=(_share_ts(files[0], dest.chat_id) or str(files[0].get("id")),))
+
+    async def mark_choice(self, click: ChoiceClick) -> None:
+        """Replace the clicked buttons with "✅ Chosen: X" so the question shows its answer."""
+        blocks = list(click.blocks) or [
+            {"type": "section", "text": {"type": "mrkdwn", "text": click.text[:3000] or "…"}}
+        ]
+        with sdk_errors():
+            await self._web.chat_update(
+                channel=click.channel,
+                ts=click.message_ts,
+                text=click.text or escape(click.label),
+                blocks=chosen_blocks(blocks, click.label),
+            )
+
+
+def _share_ts(file: dict[str, object], channel: str) -> str | None:
+    """The ts of the message that shared the file, when Slack already reports it."""
+    shares = file.get("shares")
+    if not isinstance(shares, dict):
+        return None
+    for scope in ("public", "private"):
+        found = shares.get(scope)
+        entries = found.get(channel) if isinstance(found, dict) else None
+        if isinstance(entries, list) and entries and isinstance(entries[0], dict):
+            ts = entries[0].get("ts")
+            return str(ts) if ts else None
+    return None

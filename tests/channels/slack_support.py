@@ -1,0 +1,265 @@
+"""Running the real Slack adapter (and real slack-bolt) inside the real daemon against FakeSlack.
+
+``slack_daemon`` builds the adapter here with fast pacing (a loopback fake needs no 1 s
+spacing) and hands it to the daemon as an override; its health reports land in ``HealthLog``.
+In HTTP mode the adapter's webhook route (from its ``RouteTable``) is served by a loopback
+aiohttp server started here, exactly as the daemon's HTTP server would mount it, and the fake
+is pointed at it. ``registry_daemon`` lets the daemon build everything from the settings, for
+the daemon's own HTTP server and ``/readyz``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from bot.app import Daemon, DaemonOptions, Overrides
+from bot.config import Settings
+from bot.exit_codes import EXIT_OK
+from bot.http import RouteTable
+from bot.kernel import Kernel
+from bot.ports import (
+    AgentBackend,
+    AgentEvent,
+    Channel,
+    ChannelContext,
+    ClarificationRequest,
+    FinalAnswer,
+    Turn,
+)
+from channels.slack import SLACK_CAPABILITIES, SlackChannel
+from tests.bot.harness import make_settings, running
+from tests.fakes.slack_api import FakeSlack
+
+FAST_CAPS = replace(
+    SLACK_CAPABILITIES,
+    per_chat_interval_s=0.0,
+    progress_interval_dm_s=0.05,
+    progress_interval_group_s=0.05,
+)
+WAIT_S = 5.0
+EVENTS_PATH = "/slack/events"
+BOT = "UBOT0001"
+
+
+def slack_settings(
+    state_dir: Path, fake: FakeSlack, *, mode: str = "socket", **sections: Any
+) -> Settings:
+    block: dict[str, Any] = {
+        "enabled": True,
+        "mode": mode,
+        "bot_token": fake.ids.bot_token,
+        "app_token": fake.ids.app_token,
+        "signing_secret": fake.signing_secret,
+        "api_base_url": fake.api_base_url,
+        **sections.pop("slack", {}),
+    }
+    channels = {"slack": block, **sections.pop("channels", {})}
+    sections.setdefault("access", {"dm_policy": "open", "admins": ["slack:UADMIN"]})
+    return make_settings(state_dir, channels=channels, **sections)
+
+
+# --------------------------------------------------------------------------- health
+
+
+class HealthLog:
+    """A ``ChannelHealth`` that remembers what the adapter reported."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.activity_count = 0
+        self._changed = asyncio.Condition()
+
+    def _note(self, kind: str, reason: str = "") -> None:
+        self.events.append((kind, reason))
+        asyncio.get_running_loop().create_task(self._notify())
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    def connected(self) -> None:
+        self._note("connected")
+
+    def disconnected(self, reason: str) -> None:
+        self._note("disconnected", reason)
+
+    def auth_failed(self, reason: str) -> None:
+        self._note("auth_failed", reason)
+
+    def activity(self) -> None:
+        self.activity_count += 1
+
+    def kinds(self) -> list[str]:
+        return [kind for kind, _ in self.events]
+
+    async def wait_for(self, kind: str, count: int = 1, within: float = WAIT_S) -> None:
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(lambda: self.kinds().count(kind) >= count)
+
+
+# --------------------------------------------------------------------------- daemons
+
+
+@dataclass
+class SlackRun:
+    kernel: Kernel
+    channel: SlackChannel
+    health: HealthLog
+    fake: FakeSlack
+    events_url: str = ""
+    """Where the fake POSTs events in HTTP mode (the adapter's route on a loopback server)."""
+
+    async def settle(self) -> None:
+        """Wait until every accepted message was routed, run and delivered (or given up)."""
+        await self.kernel.lanes.wait_idle()
+        await self.kernel.outbox.wait_idle()
+
+
+@asynccontextmanager
+async def serve_routes(routes: RouteTable) -> AsyncIterator[str]:
+    """The adapter's webhook routes on a loopback server; yields its origin."""
+    app = web.Application()
+    for path, handler in routes.posts:
+        app.router.add_post(path, handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+@asynccontextmanager
+async def slack_daemon(
+    settings: Settings,
+    fake: FakeSlack,
+    agent: AgentBackend,
+    *,
+    others: Sequence[Channel] = (),
+    wait_connected: bool = True,
+    **adapter: Any,
+) -> AsyncIterator[SlackRun]:
+    health = HealthLog()
+    routes = RouteTable()
+    context = ChannelContext(routes=routes, state_dir=settings.state_dir, health=health)
+    adapter.setdefault("capabilities", FAST_CAPS)
+    adapter.setdefault("ping_interval_s", 0.5)
+    channel = SlackChannel(settings, context, **adapter)
+    async with AsyncExitStack() as stack:
+        events_url = ""
+        if settings.channels.slack.mode == "http":
+            origin = await stack.enter_async_context(serve_routes(routes))
+            events_url = f"{origin}{settings.channels.slack.events_path}"
+            fake.set_http_target(events_url)
+        handle = await stack.enter_async_context(running(settings, [channel, *others], agent))
+        if wait_connected:
+            await health.wait_for("connected")
+        yield SlackRun(handle.kernel, channel, health, fake, events_url)
+
+
+@asynccontextmanager
+async def registry_daemon(settings: Settings, agent: AgentBackend) -> AsyncIterator[Daemon]:
+    """The daemon as ``switchboard run`` builds it, with only the agent replaced."""
+    daemon = Daemon(settings, DaemonOptions(overrides=Overrides(agent=agent)))
+    task = asyncio.create_task(daemon.run(), name="test-daemon")
+    ready = asyncio.create_task(daemon.ready.wait())
+    async with asyncio.timeout(10):
+        await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        ready.cancel()
+        raise AssertionError(f"daemon exited early with {task.result()}")
+    try:
+        yield daemon
+    finally:
+        daemon.request_stop()
+        async with asyncio.timeout(10):
+            assert await task == EXIT_OK
+
+
+async def http_get(daemon: Daemon, path: str) -> tuple[int, str]:
+    assert daemon.http is not None
+    url = f"http://127.0.0.1:{daemon.http.port}{path}"
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status, await response.text()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], within: float = WAIT_S) -> None:
+    """Wait for state that raises no event (readiness), re-checking every few milliseconds."""
+    async with asyncio.timeout(within):
+        while not await check():  # noqa: ASYNC110 - hub states and the outbox raise no event
+            await asyncio.sleep(0.02)
+
+
+# --------------------------------------------------------------------------- agents
+
+
+class ScriptedAgent:
+    """An agent whose events the test feeds one by one (streaming at the test's pace)."""
+
+    def __init__(self) -> None:
+        self.events: asyncio.Queue[AgentEvent] = asyncio.Queue()
+        self.turns: list[Turn] = []
+        self._count = 0
+
+    @property
+    def description(self) -> str:
+        return "scripted agent"
+
+    async def start(self) -> None:
+        """Nothing to open."""
+
+    async def aclose(self) -> None:
+        """Nothing to close."""
+
+    async def create_thread(self) -> str:
+        self._count += 1
+        return f"s{self._count}"
+
+    async def cancel(self, thread_id: str) -> None:
+        """Runs end when the test feeds a final."""
+
+    def feed(self, event: AgentEvent) -> None:
+        self.events.put_nowait(event)
+
+    async def run(self, thread_id: str, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
+        self.turns.append(turn)
+        while True:
+            event = await self.events.get()
+            yield event
+            if isinstance(event, FinalAnswer | ClarificationRequest):
+                return
+
+
+# --------------------------------------------------------------------------- fake helpers
+
+
+def texts(fake: FakeSlack, channel: str) -> list[str]:
+    """What the channel shows now: the bot's messages' text (the fallback of block messages)."""
+    return [str(m.get("text") or "") for m in fake.channel_messages(channel)]
+
+
+def markdown_of(message: dict[str, Any]) -> str:
+    return "".join(
+        str(block.get("text") or "")
+        for block in message.get("blocks") or ()
+        if block.get("type") == "markdown"
+    )
+
+
+async def wait_text(fake: FakeSlack, channel: str, needle: str, within: float = WAIT_S) -> None:
+    """Wait until one of the bot's messages in the channel shows ``needle``."""
+    await fake.await_until(lambda: any(needle in t for t in texts(fake, channel)), within)
+
+
+def mention(text: str) -> str:
+    return f"<@{BOT}> {text}"

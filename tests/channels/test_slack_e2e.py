@@ -1,0 +1,109 @@
+"""``switchboard`` as a user runs it, with Slack enabled against FakeSlack: ``check --online``
+probes it with ``auth.test``, and ``run`` serves Slack and Telegram at the same time
+(SPEC §13, §15). The fakes run on their own threads in this process; the daemon is a child."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.channels import telegram_support as tg
+from tests.channels.slack_support import texts
+from tests.fakes.slack_api import FakeSlack
+from tests.fakes.telegram_api import FakeTelegram
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _env(state_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SWITCHBOARD_"))}
+    env = {k: v for k, v in env.items() if not k.lower().endswith("_proxy")}
+    env.update({"SWITCHBOARD_STATE_DIR": str(state_dir), "NO_PROXY": "127.0.0.1,localhost"})
+    return env
+
+
+def _config(tmp_path: Path, slack: FakeSlack, extra: str = "", *, backend: str = "echo") -> Path:
+    config = tmp_path / "switchboard.yaml"
+    config.write_text(
+        "config_version: 1\n"
+        "state_dir: ${SWITCHBOARD_STATE_DIR}\n"
+        f"agent: {{backend: {backend}}}\n"
+        "http: {enabled: false}\n"
+        "daemon: {shutdown_grace_s: 5}\n"
+        "access: {dm_policy: open}\n"
+        "channels:\n"
+        "  slack:\n"
+        "    enabled: true\n"
+        f"    bot_token: {slack.ids.bot_token}\n"
+        f"    app_token: {slack.ids.app_token}\n"
+        f"    api_base_url: {slack.api_base_url}\n"
+        f"{extra}"
+    )
+    return config
+
+
+def _check(config: Path, state_dir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - our own CLI
+        [sys.executable, "-m", "bot", "check", "-c", str(config), "--online"],
+        capture_output=True, text=True, env=_env(state_dir), cwd=REPO, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_check_online_probes_slack_with_auth_test(tmp_path: Path) -> None:
+    with FakeSlack() as fake:
+        config = _config(tmp_path, fake)
+        good = _check(config, tmp_path / "state")
+        fake.revoke_token()
+        bad = _check(config, tmp_path / "state")
+        calls = [c.method for c in fake.calls()]
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "channel slack  ok" in good.stdout
+    assert "Fake (T0001) as @fakebot" in good.stdout
+    assert bad.returncode == 1
+    assert "channel slack  FAIL" in bad.stdout
+    assert "token_revoked" in bad.stdout
+    assert calls.count("auth.test") == 2
+
+
+@contextmanager
+def _daemon(config: Path, state_dir: Path) -> Iterator[subprocess.Popen[str]]:
+    process = subprocess.Popen(  # noqa: S603 - our own CLI
+        [sys.executable, "-m", "bot", "run", "-c", str(config)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(state_dir), cwd=REPO,
+    )  # fmt: skip
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=10)
+
+
+async def test_run_serves_slack_and_telegram_at_the_same_time(tmp_path: Path) -> None:
+    with FakeSlack() as slack, FakeTelegram() as telegram:
+        telegram_block = (
+            "  telegram:\n"
+            "    enabled: true\n"
+            f"    token: '{telegram.token}'\n"
+            f"    api_base_url: {telegram.api_origin}\n"
+        )
+        config = _config(tmp_path, slack, telegram_block, backend="embedded")
+        with _daemon(config, tmp_path / "state") as process:
+            slack.push_message("hello from slack")
+            telegram.push_message("hello from telegram")
+            await slack.await_until(
+                lambda: any("hello from slack" in text for text in texts(slack, "D0001")),
+                timeout=45,
+            )
+            await tg.wait_text(telegram, 42, "hello from telegram", within=45)
+            process.send_signal(signal.SIGTERM)
+            _, err = await asyncio.to_thread(process.communicate, timeout=30)
+        assert process.returncode == 0, err
+        assert "channel slack: starting -> running" in err
+        assert "channel telegram: starting -> running" in err
