@@ -1,0 +1,235 @@
+"""Throughput and latency of Switchboard's Telegram path against a raw PTB echo bot (SPEC §16).
+
+Both bots run in this process against the same ``FakeTelegram`` (its own thread), one after
+the other, under the same closed-loop load: N chats, each sending its next message as soon as
+the answer to the previous one arrived, M messages per chat. Latency is measured from the
+moment an update is available on the fake (pushed) to the moment the fake recorded the
+``sendMessage`` that answers it (both on the same monotonic clock).
+
+- raw: the minimal python-telegram-bot echo bot (Application + Updater + MessageHandler).
+- switchboard: the whole daemon — the Telegram adapter, journal and dedupe in SQLite on disk,
+  router, lanes, outbox in SQLite — with an agent that answers instantly.
+
+``--pacing off`` (default) removes the adapter's per-chat/global send pacing, which exists for
+Telegram's flood limits and would otherwise dominate (1 msg/s per chat by design); the fake
+has no flood limits, so this measures the stack's own cost. ``--pacing telegram`` keeps it.
+
+Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import re
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from telegram import Update  # noqa: E402
+from telegram.ext import ApplicationBuilder, ContextTypes, MessageHandler, filters  # noqa: E402
+
+from bot.app import Daemon, DaemonOptions, Overrides  # noqa: E402
+from bot.config import Settings  # noqa: E402
+from bot.http import RouteTable  # noqa: E402
+from bot.ports import AgentEvent, ChannelContext, FinalAnswer, Turn  # noqa: E402
+from channels.telegram import TELEGRAM_CAPABILITIES, TelegramChannel  # noqa: E402
+from tests.fakes.telegram_api import FakeTelegram  # noqa: E402
+
+RAW_CHATS_FROM = 1
+OURS_CHATS_FROM = 500_001
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    messages: int
+    seconds: float
+    latencies_s: tuple[float, ...]
+
+    def summary(self) -> dict[str, float]:
+        ordered = sorted(self.latencies_s)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        return {
+            "messages_per_s": round(self.messages / self.seconds, 1),
+            "p50_ms": round(statistics.median(ordered) * 1000, 2),
+            "p99_ms": round(p99 * 1000, 2),
+        }
+
+
+# --------------------------------------------------------------------------- load
+
+
+def drive(fake: FakeTelegram, chats: list[int], messages: int, tag: str) -> Measured:
+    """Closed loop: each chat sends message j+1 once the answer to message j was sent."""
+    pattern = re.compile(rf"{tag}(\d+)$")
+    pushed: dict[tuple[int, int], float] = {}
+    seen = len(fake.calls("sendMessage"))
+
+    def push(chat: int, index: int) -> None:
+        pushed[(chat, index)] = time.monotonic()
+        fake.push_message(f"{tag}{index}", chat_id=chat, user_id=chat, first_name="Load")
+
+    started = time.monotonic()
+    for chat in chats:
+        push(chat, 0)
+    latencies: list[float] = []
+    last = started
+    while len(latencies) < len(chats) * messages:
+        fake.wait_for_calls("sendMessage", seen + 1, timeout=60)
+        fresh = fake.calls("sendMessage")[seen:]
+        seen += len(fresh)
+        for call in fresh:
+            found = pattern.search(call.params.get("text", ""))
+            if found is None:
+                continue
+            chat, index = int(call.params["chat_id"]), int(found.group(1))
+            latencies.append(call.at - pushed[(chat, index)])
+            last = max(last, call.at)
+            if index + 1 < messages:
+                push(chat, index + 1)
+    return Measured(len(latencies), last - started, tuple(latencies))
+
+
+async def measure(fake: FakeTelegram, chats: list[int], messages: int) -> Measured:
+    await asyncio.to_thread(drive, fake, chats, 1, "w")  # warm-up: connections, threads
+    return await asyncio.to_thread(drive, fake, chats, messages, "m")
+
+
+# --------------------------------------------------------------------------- raw PTB bot
+
+
+async def _echo(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    message = update.effective_message
+    if message is not None and message.text is not None:
+        await context.bot.send_message(chat_id=message.chat_id, text=message.text)
+
+
+async def run_raw(fake: FakeTelegram, chats: list[int], messages: int) -> Measured:
+    app = (
+        ApplicationBuilder()
+        .token(fake.token)
+        .base_url(fake.base_url)
+        .base_file_url(fake.base_file_url)
+        .build()
+    )
+    app.add_handler(MessageHandler(filters.TEXT, _echo))
+    await app.initialize()
+    await app.start()
+    assert app.updater is not None
+    await app.updater.start_polling(poll_interval=0.0, timeout=10)
+    try:
+        return await measure(fake, chats, messages)
+    finally:
+        await app.updater.stop()
+        await app.stop()
+        await app.shutdown()
+
+
+# --------------------------------------------------------------------------- Switchboard
+
+
+class InstantAgent:
+    """Answers ``echo: <text>`` at once, as one final (no streaming, no model)."""
+
+    description = "instant echo (benchmark)"
+
+    async def start(self) -> None:
+        """Nothing to open."""
+
+    async def aclose(self) -> None:
+        """Nothing to close."""
+
+    async def create_thread(self) -> str:
+        return f"b{time.monotonic_ns()}"
+
+    async def cancel(self, thread_id: str) -> None:
+        """Runs end at once."""
+
+    async def run(self, thread_id: str, turn: Turn) -> AsyncGenerator[AgentEvent, None]:  # noqa: ARG002
+        yield FinalAnswer(text=f"echo: {turn.text}")
+
+
+class _Quiet:
+    def connected(self) -> None: ...
+    def disconnected(self, reason: str) -> None: ...
+    def auth_failed(self, reason: str) -> None: ...
+    def activity(self) -> None: ...
+
+
+async def run_switchboard(
+    fake: FakeTelegram, chats: list[int], messages: int, state_dir: Path, *, pacing: bool
+) -> Measured:
+    settings = Settings.model_validate({
+        "config_version": 1, "state_dir": str(state_dir), "http": {"enabled": False},
+        "access": {"dm_policy": "open"},
+        "channels": {"telegram": {"enabled": True, "token": fake.token,
+                                  "api_base_url": fake.api_origin}},
+    })  # fmt: skip
+    caps = TELEGRAM_CAPABILITIES
+    if not pacing:
+        caps = replace(caps, per_chat_interval_s=0.0, global_rate_per_s=0.0)
+    context = ChannelContext(routes=RouteTable(), state_dir=state_dir, health=_Quiet())
+    channel = TelegramChannel(settings, context, capabilities=caps)
+    daemon = Daemon(settings, DaemonOptions(overrides=Overrides(
+        channels=[channel], agent=InstantAgent())))  # fmt: skip
+    task = asyncio.create_task(daemon.run(), name="bench-daemon")
+    await daemon.ready.wait()
+    try:
+        return await measure(fake, chats, messages)
+    finally:
+        daemon.request_stop()
+        await task
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chats", type=int, default=20)
+    parser.add_argument("--messages", type=int, default=25, help="per chat")
+    parser.add_argument("--pacing", choices=("off", "telegram"), default="off")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    with FakeTelegram() as fake, tempfile.TemporaryDirectory() as state:
+        baseline = _peak_rss_mb()
+        raw_chats = list(range(RAW_CHATS_FROM, RAW_CHATS_FROM + args.chats))
+        raw = asyncio.run(run_raw(fake, raw_chats, args.messages))
+        after_raw = _peak_rss_mb()
+        ours_chats = list(range(OURS_CHATS_FROM, OURS_CHATS_FROM + args.chats))
+        pacing = args.pacing == "telegram"
+        ours = asyncio.run(
+            run_switchboard(fake, ours_chats, args.messages, Path(state), pacing=pacing)
+        )
+        after_ours = _peak_rss_mb()
+    raw_s, ours_s = raw.summary(), ours.summary()
+    result = {
+        "bench": "telegram_throughput", "chats": args.chats, "messages_per_chat": args.messages,
+        "pacing": args.pacing, "durability": "sqlite", "raw_ptb_echo": raw_s,
+        "switchboard": ours_s,
+        "throughput_ratio": round(ours_s["messages_per_s"] / raw_s["messages_per_s"], 3),
+        "added_p50_ms": round(ours_s["p50_ms"] - raw_s["p50_ms"], 2),
+        "added_p99_ms": round(ours_s["p99_ms"] - raw_s["p99_ms"], 2),
+        "peak_rss_mb": {"fake_only": baseline, "after_raw": after_raw, "after_switchboard":
+                        after_ours},
+    }  # fmt: skip
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,309 @@
+"""The Telegram channel on python-telegram-bot 22, driven inside the daemon's loop (SPEC §14).
+
+PTB's ``Bot`` does every Bot API call (pointed at ``api_base_url``, so a self-hosted Bot API
+server or a loopback fake works without patching). PTB's ``Application``/``Updater`` are not
+used: the Updater confirms updates to Telegram before any handler has run, which would break
+"ack only once durably recorded" (SPEC §5). Updates come from this package's own long-poll
+loop (``polling.py``) or from the webhook route it mounts on the daemon's HTTP server
+(``webhook.py``); both hand each update to ``_handle_update``, which publishes it and answers
+whether Telegram may forget it.
+
+Capabilities encode Telegram's limits for the kernel: 4096 UTF-16 code units per message,
+~1 message/s per chat and 30/s per bot (the kernel's limiter), progress edits ≥1 s in DMs and
+≥3 s in groups, photos ≤10 MB, documents ≤50 MB. The 20 messages/minute per group rule lives
+in ``ratelimit.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections import OrderedDict
+
+from telegram import Bot, BotCommand, Update
+from telegram import error as tg
+from telegram.request import HTTPXRequest
+from typing_extensions import override
+
+from bot.access import Role
+from bot.commands import default_registry
+from bot.config import Settings
+from bot.errors import AuthFailed, ChannelError, ConfigError, SendError, TransientSendError
+from bot.messages import (
+    Attachment,
+    Destination,
+    OutboundFile,
+    OutboundText,
+    ReactionMark,
+    SentRef,
+    TextEdit,
+)
+from bot.ports import BotIdentity, ChannelCapabilities, ChannelContext, Publish, TextUnit
+from channels.base import BaseChannel
+from channels.telegram.errors import redact, sdk_errors
+from channels.telegram.inbound import BotMe, to_inbound
+from channels.telegram.outbound import DOCUMENT_LIMIT, PHOTO_LIMIT, Outbound
+from channels.telegram.polling import ALLOWED_UPDATES, Poller
+from channels.telegram.webhook import WebhookReceiver
+
+logger = logging.getLogger(__name__)
+
+TELEGRAM_CAPABILITIES = ChannelCapabilities(
+    text_limit=4096, text_unit=TextUnit.UTF16, edits=True, buttons=True, threads=True,
+    reactions=True, typing=True, max_file_bytes=DOCUMENT_LIMIT, max_image_bytes=PHOTO_LIMIT,
+    progress_interval_dm_s=1.0, progress_interval_group_s=3.0, per_chat_interval_s=1.0,
+    global_rate_per_s=30.0,
+)  # fmt: skip
+POLL_TIMEOUT_S = 10.0
+RECENT_UPDATES = 2048
+_COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
+
+
+class TelegramChannel(BaseChannel):
+    name = "telegram"
+    capabilities = TELEGRAM_CAPABILITIES
+
+    def __init__(
+        self,
+        settings: Settings,
+        context: ChannelContext,
+        *,
+        capabilities: ChannelCapabilities | None = None,
+        poll_timeout_s: float = POLL_TIMEOUT_S,
+    ) -> None:
+        """No I/O. ``capabilities`` replaces the pacing for benchmarks and tests on a fake."""
+        super().__init__()
+        block = settings.channels.telegram
+        if block.token is None or not block.token.get_secret_value():
+            raise ConfigError("channels.telegram.token: required when the channel is enabled")
+        self._token = block.token.get_secret_value()
+        self._api = block.api_base_url.rstrip("/")
+        self._health = context.health
+        self._poll_timeout_s = poll_timeout_s
+        if capabilities is not None:
+            self.capabilities = capabilities
+        self._webhook = block.webhook if block.mode == "webhook" else None
+        if block.mode == "webhook":
+            if self._webhook is None:
+                raise ConfigError("channels.telegram.webhook: required when mode is webhook")
+            receiver = WebhookReceiver(
+                self._webhook.secret_token.get_secret_value(), self._handle_webhook_json
+            )
+            context.routes.add_post(self._webhook.path, receiver.handle)
+        self._bot: Bot | None = None
+        self._me: BotMe | None = None
+        self._out: Outbound | None = None
+        self._poller: Poller | None = None
+        self._poll_task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
+        self._recent: OrderedDict[int, None] = OrderedDict()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _new_bot(self) -> Bot:
+        return Bot(
+            self._token,
+            base_url=f"{self._api}/bot",
+            base_file_url=f"{self._api}/file/bot",
+            request=HTTPXRequest(
+                connection_pool_size=64, read_timeout=15.0, write_timeout=15.0, pool_timeout=10.0
+            ),
+            get_updates_request=HTTPXRequest(connection_pool_size=2, read_timeout=10.0),
+        )
+
+    async def probe(self) -> str:
+        """``getMe`` for ``switchboard check --online``; raises ``AuthFailed``/``ChannelError``."""
+        bot = self._new_bot()
+        try:
+            me = await self._connect(bot)
+        finally:
+            await bot.shutdown()
+        return f"@{me.username} (id {me.user_id})"
+
+    async def start(self, publish: Publish) -> None:
+        bot = self._new_bot()
+        try:
+            me = await self._connect(bot)
+            await self._register_commands(bot)
+            self._bot, self._me, self._out = bot, me, Outbound(bot, secret=self._token)
+            self._identity = BotIdentity(user_id=me.account_id, usernames=frozenset({me.username}))
+            self._publish = publish
+            self._intake_open = True
+            if self._webhook is not None:
+                await self._start_webhook(bot)
+            else:
+                await self._start_polling(bot)
+        except BaseException:
+            self._intake_open = False
+            self._bot = self._out = None
+            await bot.shutdown()
+            raise
+        self._health.connected()
+        mode = "webhook" if self._webhook else "polling"
+        logger.info("telegram connected as @%s (%s mode)", me.username, mode)
+
+    async def _connect(self, bot: Bot) -> BotMe:
+        try:
+            with sdk_errors(self._token):
+                await bot.initialize()
+        except AuthFailed:
+            raise
+        except SendError as exc:
+            raise ChannelError(f"Telegram is not reachable: {exc}") from exc
+        user = bot.bot
+        return BotMe(channel=self.name, user_id=user.id, username=user.username or "")
+
+    async def _register_commands(self, bot: Bot) -> None:
+        """The command menu: the commands every user may run (admin ones stay hidden)."""
+        commands = [
+            BotCommand(c.name, (c.summary or c.name)[:256])
+            for c in default_registry().visible_to(Role.USER)
+            if _COMMAND_NAME.fullmatch(c.name)
+        ]
+        try:
+            with sdk_errors(self._token):
+                await bot.set_my_commands(commands)
+        except AuthFailed:
+            raise
+        except SendError as exc:
+            logger.warning("could not register the command menu: %s", exc)
+
+    async def _start_webhook(self, bot: Bot) -> None:
+        assert self._webhook is not None  # noqa: S101 - webhook mode only
+        try:
+            with sdk_errors(self._token):
+                await bot.set_webhook(
+                    url=self._webhook.url,
+                    secret_token=self._webhook.secret_token.get_secret_value(),
+                    allowed_updates=ALLOWED_UPDATES,
+                )
+        except AuthFailed:
+            raise
+        except SendError as exc:
+            raise ChannelError(f"setWebhook failed: {exc}") from exc
+
+    async def _start_polling(self, bot: Bot) -> None:
+        try:
+            with sdk_errors(self._token):
+                await bot.delete_webhook(drop_pending_updates=False)
+        except AuthFailed:
+            raise
+        except SendError as exc:
+            raise ChannelError(f"deleteWebhook failed: {exc}") from exc
+        self._poller = Poller(
+            bot, self._handle_update, self._health,
+            timeout_s=self._poll_timeout_s, secret=self._token,
+        )  # fmt: skip
+        self._poll_task = asyncio.create_task(self._poller.run(), name="channel:telegram:poll")
+
+    @override
+    async def stop_intake(self) -> None:
+        await super().stop_intake()
+        await self._stop_polling()
+
+    async def _stop_polling(self) -> None:
+        task, self._poll_task = self._poll_task, None
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        if self._poller is not None:
+            await self._poller.confirm()
+
+    async def aclose(self) -> None:
+        self._intake_open = False
+        await self._stop_polling()
+        if self._background:
+            _, late = await asyncio.wait(self._background, timeout=5.0)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        bot, self._bot, self._out = self._bot, None, None
+        if bot is not None:
+            await bot.shutdown()
+
+    # ------------------------------------------------------------------ inbound
+
+    async def _handle_update(self, update: Update) -> bool:
+        """Publish what ``update`` carries; ``True`` when Telegram may forget it."""
+        self._health.activity()
+        if update.update_id in self._recent:
+            return True
+        if not self._intake_open or self._publish is None or self._me is None:
+            return False
+        try:
+            message = to_inbound(update, self._me)
+        except Exception:
+            logger.exception("update %s could not be read; skipping it", update.update_id)
+            message = None
+        if message is not None:
+            admission = await self._publish(message)
+            if not admission.ack:
+                logger.warning("update %s refused (%s)", update.update_id, admission)
+                return False
+        self._remember(update.update_id)
+        if update.callback_query is not None:
+            self._answer_soon(update.callback_query.id)
+        return True
+
+    async def _handle_webhook_json(self, data: dict[str, object]) -> bool | None:
+        bot = self._bot
+        if bot is None:
+            return False
+        try:
+            update = Update.de_json(data, bot)
+        except (KeyError, TypeError, ValueError):
+            return None
+        return await self._handle_update(update)
+
+    def _remember(self, update_id: int) -> None:
+        self._recent[update_id] = None
+        while len(self._recent) > RECENT_UPDATES:
+            self._recent.popitem(last=False)
+
+    def _answer_soon(self, query_id: str) -> None:
+        """Stop the button's spinner without holding up the next update."""
+        task = asyncio.create_task(self._answer(query_id), name="channel:telegram:answer")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _answer(self, query_id: str) -> None:
+        bot = self._bot
+        if bot is None:
+            return
+        try:
+            await bot.answer_callback_query(query_id)
+        except tg.TelegramError as exc:
+            logger.info("answerCallbackQuery failed: %s", redact(exc.message, self._token))
+
+    # ------------------------------------------------------------------ outbound
+
+    @property
+    def _outbound(self) -> Outbound:
+        if self._out is None:
+            raise TransientSendError("the Telegram channel is not started")
+        return self._out
+
+    async def send_text(self, message: OutboundText) -> SentRef:
+        return await self._outbound.send_text(message)
+
+    @override
+    async def edit_text(self, edit: TextEdit) -> None:
+        await self._outbound.edit_text(edit)
+
+    async def send_file(self, file: OutboundFile) -> SentRef:
+        return await self._outbound.send_file(file)
+
+    @override
+    async def react(self, mark: ReactionMark) -> None:
+        await self._outbound.react(mark)
+
+    @override
+    async def show_typing(self, destination: Destination) -> None:
+        await self._outbound.show_typing(destination)
+
+    async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
+        return await self._outbound.download(attachment, max_bytes=max_bytes)

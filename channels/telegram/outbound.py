@@ -1,0 +1,251 @@
+"""Sending to Telegram: text, edits, files, reactions, typing, and attachment downloads.
+
+Every call goes through ``sdk_errors`` so the kernel only ever sees ``SendError`` kinds.
+Replies are anchored with ``allow_sending_without_reply`` (a deleted anchor must not lose
+the answer); a conversation in a forum topic is sent with its ``message_thread_id``.
+
+Reactions: only ``Reaction.QUEUED`` is shown (👀 on a message that waits behind a running
+turn, SPEC §5). ``WORKING``/``DONE``/``FAILED`` are no-ops on Telegram: the typing indicator
+and the streamed placeholder already show work, the answer shows completion, and a failure
+is an explicit message — each extra reaction would only spend the chat's rate budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from telegram import (
+    Bot,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    ReactionTypeEmoji,
+    ReplyParameters,
+)
+from telegram.constants import ChatAction
+
+from bot.errors import DownloadError, InvalidRequest, RateLimited, SendError
+from bot.messages import (
+    Attachment,
+    Button,
+    Destination,
+    OutboundFile,
+    OutboundKind,
+    OutboundText,
+    Reaction,
+    ReactionMark,
+    SentRef,
+    TextEdit,
+)
+from channels.telegram.errors import MessageGone, NotModified, sdk_errors
+from channels.telegram.inbound import forum_thread_of
+from channels.telegram.ratelimit import GroupWindow
+from channels.telegram.render import Rendered, render_edit, render_messages
+
+logger = logging.getLogger(__name__)
+
+MB = 1024 * 1024
+PHOTO_LIMIT = 10 * MB
+DOCUMENT_LIMIT = 50 * MB
+DOWNLOAD_LIMIT = 20 * MB  # getFile refuses bigger files on the public Bot API
+CAPTION_LIMIT = 1024
+REACTIONS = {Reaction.QUEUED: "👀"}
+UPLOAD_TIMEOUT_S = 120.0
+DOWNLOAD_TIMEOUT_S = 60.0
+
+
+class Outbound:
+    def __init__(self, bot: Bot, *, secret: str, groups: GroupWindow | None = None) -> None:
+        self._bot = bot
+        self._secret = secret
+        self._groups = groups or GroupWindow()
+
+    # ------------------------------------------------------------------ text
+
+    async def send_text(self, message: OutboundText) -> SentRef:
+        dest = message.destination
+        bodies = render_messages(message.text, message.render)
+        ids: list[str] = []
+        for index, body in enumerate(bodies):
+            last = index == len(bodies) - 1
+            sent = await self._send_body(
+                dest, body, message.kind,
+                reply_to=message.reply_to if index == 0 else None,
+                markup=_keyboard(message.buttons) if last else None,
+            )  # fmt: skip
+            ids.append(str(sent.message_id))
+        return SentRef(message_ids=tuple(ids))
+
+    async def _send_body(
+        self,
+        dest: Destination,
+        body: Rendered,
+        kind: OutboundKind,
+        *,
+        reply_to: str | None,
+        markup: InlineKeyboardMarkup | None,
+    ) -> Message:
+        chat_id = _chat_id(dest)
+        await self._group_slot(chat_id, kind)
+        with sdk_errors(self._secret):
+            sent = await self._bot.send_message(
+                chat_id=chat_id,
+                text=body.text,
+                entities=body.entities or None,
+                message_thread_id=forum_thread_of(dest.topic_id),
+                reply_parameters=_reply(reply_to),
+                reply_markup=markup,
+            )
+        self._groups.record(chat_id)
+        return sent
+
+    async def edit_text(self, edit: TextEdit) -> None:
+        body = render_edit(edit.text, edit.render)
+        try:
+            with sdk_errors(self._secret):
+                await self._bot.edit_message_text(
+                    chat_id=_chat_id(edit.destination),
+                    message_id=_message_id(edit.message_id),
+                    text=body.text,
+                    entities=body.entities or None,
+                    reply_markup=_keyboard(edit.buttons),
+                )
+        except NotModified:
+            return
+        except MessageGone:
+            if edit.kind is not OutboundKind.FINAL:
+                raise
+            # The placeholder was deleted: the answer still has to reach the user.
+            logger.info("message %s to edit is gone; sending the final text anew", edit.message_id)
+            await self.send_text(
+                OutboundText(
+                    destination=edit.destination, text=edit.text, kind=edit.kind,
+                    buttons=edit.buttons, render=edit.render,
+                )
+            )  # fmt: skip
+
+    async def _group_slot(self, chat_id: int, kind: OutboundKind) -> None:
+        """Wait for the group's 20-per-minute budget; progress is refused instead of waiting."""
+        wait = self._groups.wait_for(chat_id)
+        if wait <= 0:
+            return
+        if kind is OutboundKind.PROGRESS:
+            raise RateLimited("group message budget spent", retry_after=wait)
+        logger.info("group %s is at 20 messages/minute; waiting %.1fs", chat_id, wait)
+        await asyncio.sleep(wait)
+
+    # ------------------------------------------------------------------ files
+
+    async def send_file(self, file: OutboundFile) -> SentRef:
+        dest = file.destination
+        chat_id = _chat_id(dest)
+        try:
+            data = await asyncio.to_thread(Path(file.path).read_bytes)
+        except OSError as exc:
+            raise InvalidRequest(f"cannot read {file.name}: {exc.strerror}") from exc
+        await self._group_slot(chat_id, OutboundKind.FINAL)
+        sent: Message | None = None
+        if file.is_image and len(data) <= PHOTO_LIMIT:
+            sent = await self._photo(file, data)
+        if sent is None:
+            if len(data) > DOCUMENT_LIMIT:
+                raise InvalidRequest(f"{file.name} is larger than Telegram's 50 MB limit")
+            with sdk_errors(self._secret):
+                sent = await self._bot.send_document(
+                    chat_id=chat_id, document=data, filename=file.name,
+                    caption=file.caption[:CAPTION_LIMIT] or None,
+                    message_thread_id=forum_thread_of(dest.topic_id),
+                    reply_parameters=_reply(file.reply_to),
+                    write_timeout=UPLOAD_TIMEOUT_S, read_timeout=UPLOAD_TIMEOUT_S,
+                )  # fmt: skip
+        self._groups.record(chat_id)
+        return SentRef(message_ids=(str(sent.message_id),))
+
+    async def _photo(self, file: OutboundFile, data: bytes) -> Message | None:
+        """Send as a photo; ``None`` when Telegram refuses it as one (it goes as a document)."""
+        dest = file.destination
+        try:
+            with sdk_errors(self._secret):
+                return await self._bot.send_photo(
+                    chat_id=_chat_id(dest), photo=data, filename=file.name,
+                    caption=file.caption[:CAPTION_LIMIT] or None,
+                    message_thread_id=forum_thread_of(dest.topic_id),
+                    reply_parameters=_reply(file.reply_to),
+                    write_timeout=UPLOAD_TIMEOUT_S, read_timeout=UPLOAD_TIMEOUT_S,
+                )  # fmt: skip
+        except InvalidRequest as exc:
+            logger.info("photo %s refused (%s); sending it as a document", file.name, exc)
+            return None
+
+    # ------------------------------------------------------------------ acknowledgements
+
+    async def react(self, mark: ReactionMark) -> None:
+        emoji = REACTIONS.get(mark.reaction)
+        if emoji is None or not mark.message_id.isdigit():
+            return  # a no-op reaction, or a button press (no message to react to)
+        with sdk_errors(self._secret):
+            await self._bot.set_message_reaction(
+                chat_id=_chat_id(mark.destination),
+                message_id=int(mark.message_id),
+                reaction=[ReactionTypeEmoji(emoji)],
+            )
+
+    async def show_typing(self, destination: Destination) -> None:
+        with sdk_errors(self._secret):
+            await self._bot.send_chat_action(
+                chat_id=_chat_id(destination),
+                action=ChatAction.TYPING,
+                message_thread_id=forum_thread_of(destination.topic_id),
+            )
+
+    # ------------------------------------------------------------------ downloads
+
+    async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
+        """getFile, then GET the file URL. The URL holds the token: it is never logged."""
+        cap = min(max_bytes, DOWNLOAD_LIMIT)
+        if attachment.size is not None and attachment.size > cap:
+            raise DownloadError(f"{attachment.name} is {attachment.size} bytes; the cap is {cap}")
+        try:
+            with sdk_errors(self._secret):
+                found = await self._bot.get_file(attachment.ref)
+            if found.file_size is not None and found.file_size > cap:
+                raise DownloadError(f"{attachment.name} is larger than {cap} bytes")
+            if not str(found.file_path or "").startswith(("https://", "http://")):
+                raise DownloadError(f"Telegram gave no downloadable path for {attachment.name}")
+            with sdk_errors(self._secret):
+                data = await found.download_as_bytearray(read_timeout=DOWNLOAD_TIMEOUT_S)
+        except SendError as exc:
+            raise DownloadError(f"{attachment.name} could not be fetched: {exc}") from None
+        if len(data) > cap:
+            raise DownloadError(f"{attachment.name} is larger than {cap} bytes")
+        return bytes(data)
+
+
+def _chat_id(destination: Destination) -> int:
+    return _message_id(destination.chat_id)
+
+
+def _message_id(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidRequest(f"{value!r} is not a Telegram id") from None
+
+
+def _reply(reply_to: str | None) -> ReplyParameters | None:
+    """Reply anchor; button presses (``cb:…`` ids) have no message to reply to."""
+    if reply_to is None or not reply_to.lstrip("-").isdigit():
+        return None
+    return ReplyParameters(message_id=int(reply_to), allow_sending_without_reply=True)
+
+
+def _keyboard(buttons: Sequence[Button]) -> InlineKeyboardMarkup | None:
+    """One option per row: clarification options are often longer than a button's width."""
+    if not buttons:
+        return None
+    return InlineKeyboardMarkup(
+        [[InlineKeyboardButton(b.label, callback_data=b.payload)] for b in buttons]
+    )

@@ -1,0 +1,116 @@
+"""Long polling with the offset advanced only past updates the kernel has journaled (SPEC §5).
+
+Telegram forgets an update once a ``getUpdates`` call asks for a higher ``offset``. PTB's
+``Updater`` raises the offset as soon as it has *queued* a batch, before any handler ran, so a
+crash right then loses those updates. This loop calls ``bot.get_updates`` itself and moves
+the offset past an update only after ``publish`` recorded it durably (or it was a duplicate
+or carried nothing to act on). An update the kernel refuses (queue full, closing) stops the
+batch; it and the rest are fetched again after a short pause.
+
+Errors are handled like PTB's ``network_retry_loop``: ``RetryAfter`` waits as told,
+``TimedOut`` retries at once, ``InvalidToken`` parks the channel (retried rarely), anything
+else reconnects with capped, jittered backoff and reports itself to the channel's health.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from telegram import Bot, Update
+from telegram import error as tg
+
+from bot.backoff import Backoff
+from bot.ports import ChannelHealth
+from channels.telegram.errors import redact, retry_after_seconds
+
+logger = logging.getLogger(__name__)
+
+ALLOWED_UPDATES = ("message", "callback_query")
+RECONNECT = Backoff(base_s=1.0, cap_s=30.0)
+PARKED_RETRY_S = 600.0
+REFUSED_PAUSE_S = 1.0
+RETRY_AFTER_SLACK_S = 0.5
+
+UpdateHandler = Callable[[Update], Awaitable[bool]]
+
+
+class Poller:
+    def __init__(
+        self,
+        bot: Bot,
+        handle: UpdateHandler,
+        health: ChannelHealth,
+        *,
+        timeout_s: float,
+        secret: str,
+    ) -> None:
+        self._bot = bot
+        self._handle = handle
+        self._health = health
+        self._timeout_s = timeout_s
+        self._secret = secret
+        self.offset: int | None = None
+        self._failures = 0
+
+    async def run(self) -> None:
+        """Poll until cancelled."""
+        while True:
+            updates = await self._fetch()
+            if updates is not None:
+                await self._deliver(updates)
+
+    async def confirm(self) -> None:
+        """Tell Telegram that everything handled so far may be forgotten (on stop)."""
+        if self.offset is None:
+            return
+        try:
+            await self._bot.get_updates(offset=self.offset, timeout=0, limit=1)
+        except tg.TelegramError as exc:
+            logger.info("could not confirm the last updates: %s", redact(exc.message, self._secret))
+
+    async def _fetch(self) -> Sequence[Update] | None:
+        try:
+            updates = await self._bot.get_updates(
+                offset=self.offset, timeout=int(self._timeout_s), allowed_updates=ALLOWED_UPDATES
+            )
+        except tg.RetryAfter as exc:
+            await asyncio.sleep(retry_after_seconds(exc) + RETRY_AFTER_SLACK_S)
+            return None
+        except tg.TimedOut:
+            return None
+        except tg.InvalidToken:
+            logger.error("Telegram rejected the bot token; polling parked")  # noqa: TRY400
+            self._failures += 1
+            self._health.auth_failed("Telegram rejected the bot token")
+            await asyncio.sleep(PARKED_RETRY_S)
+            return None
+        except tg.TelegramError as exc:
+            await self._lost(redact(exc.message, self._secret))
+            return None
+        if self._failures:
+            self._failures = 0
+            self._health.connected()
+            logger.info("polling Telegram again")
+        self._health.activity()
+        return updates
+
+    async def _lost(self, reason: str) -> None:
+        self._failures += 1
+        delay = RECONNECT.delay(self._failures)
+        logger.warning("polling failed (%s); retrying in %.1fs", reason, delay)
+        self._health.disconnected(reason)
+        await asyncio.sleep(delay)
+
+    async def _deliver(self, updates: Sequence[Update]) -> None:
+        for update in updates:
+            try:
+                acked = await self._handle(update)
+            except Exception:
+                logger.exception("update %s could not be handed over", update.update_id)
+                acked = False
+            if not acked:
+                await asyncio.sleep(REFUSED_PAUSE_S)
+                return
+            self.offset = update.update_id + 1

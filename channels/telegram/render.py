@@ -1,0 +1,117 @@
+"""Markdown → Telegram text + entities (SPEC §8 Rendering).
+
+The agent writes Markdown; telegramify-markdown turns it into plain text with
+``MessageEntity`` spans. Entities need no escaping, so MarkdownV2's reserved characters and
+HTML's ``&<>`` can never make Telegram answer "can't parse entities" for text the agent
+wrote; when Telegram still rejects a payload, the kernel retries it as plain text
+(``RenderMode.PLAIN``), which is sent exactly as written with no parse mode.
+
+Two adjustments to the converter's defaults:
+
+- Raw HTML in the agent's prose (``Vec<T>``, ``<details>``) would be dropped by the converter;
+  it is escaped first so it shows literally.
+- Headings are bold without the converter's emoji prefixes, and bullets are "•".
+
+The kernel splits in UTF-16 units at 4096 before rendering. Rendering rarely lengthens text
+(entities replace the Markdown markers), but when a rendered chunk does exceed the limit, a
+send is split again at newlines by ``split_entities`` and an edit falls back to plain text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyromark
+import telegramify_markdown as tgm
+from telegram import MessageEntity
+from telegramify_markdown.converter import STANDARD_OPTIONS
+
+from bot.chunking import measure, split_markdown
+from bot.messages import RenderMode
+from bot.ports import TextUnit
+
+TEXT_LIMIT = 4096
+
+
+def _config() -> tgm.RenderConfig:
+    config = tgm.RenderConfig.isolated()
+    symbols = config.markdown_symbol
+    symbols.heading_level_1 = symbols.heading_level_2 = ""
+    symbols.heading_level_3 = symbols.heading_level_4 = ""
+    symbols.unordered_list_item = "•"
+    return config
+
+
+_CONFIG = _config()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rendered:
+    """One Telegram message body: text and its entities (none for plain text)."""
+
+    text: str
+    entities: tuple[MessageEntity, ...] = ()
+
+
+def render_messages(text: str, mode: RenderMode, limit: int = TEXT_LIMIT) -> tuple[Rendered, ...]:
+    """The message bodies for one chunk; more than one only when rendering outgrew ``limit``."""
+    if mode is RenderMode.RICH:
+        rich = _rich(text)
+        if rich is not None:
+            body, entities = rich
+            pieces = tgm.split_entities(body, entities, limit)
+            if pieces:
+                return tuple(Rendered(text=t, entities=_ptb(e)) for t, e in pieces)
+    return tuple(Rendered(text=piece) for piece in _plain_pieces(text, limit))
+
+
+def render_edit(text: str, mode: RenderMode, limit: int = TEXT_LIMIT) -> Rendered:
+    """One message body for an edit, which cannot become two messages."""
+    if mode is RenderMode.RICH:
+        rich = _rich(text)
+        if rich is not None and tgm.utf16_len(rich[0]) <= limit:
+            return Rendered(text=rich[0], entities=_ptb(rich[1]))
+    return Rendered(text=_plain_pieces(text, limit)[0])
+
+
+def _rich(text: str) -> tuple[str, list[tgm.MessageEntity]] | None:
+    body, entities = tgm.convert(_escape_raw_html(text), config=_CONFIG)
+    if not body.strip():
+        return None  # nothing visible left (an HTML comment, an empty image): send as written
+    return body, entities
+
+
+def _plain_pieces(text: str, limit: int) -> tuple[str, ...]:
+    if not text.strip():
+        return ("…",)  # Telegram refuses empty text
+    if measure(text, TextUnit.UTF16) <= limit:
+        return (text,)
+    return split_markdown(text, limit, TextUnit.UTF16)
+
+
+def _ptb(entities: list[tgm.MessageEntity]) -> tuple[MessageEntity, ...]:
+    return tuple(
+        MessageEntity(
+            type=e.type, offset=e.offset, length=e.length, url=e.url, language=e.language,
+            custom_emoji_id=e.custom_emoji_id,
+        )
+        for e in entities
+    )  # fmt: skip
+
+
+def _escape_raw_html(markdown: str) -> str:
+    """Backslash-escape every ``<`` the parser would read as raw HTML, so it stays visible."""
+    if "<" not in markdown:
+        return markdown
+    data = markdown.encode()
+    positions: list[int] = []
+    for event, source in pyromark.events_with_range(markdown, options=STANDARD_OPTIONS):
+        if isinstance(event, dict) and ("InlineHtml" in event or "Html" in event):
+            start, end = source["start"], source["end"]
+            positions.extend(i for i in range(start, end) if data[i] == ord("<"))
+    if not positions:
+        return markdown
+    out = bytearray(data)
+    for position in sorted(positions, reverse=True):
+        out[position:position] = b"\\"
+    return out.decode()

@@ -1,0 +1,240 @@
+"""Running the real Telegram adapter inside the real daemon against ``FakeTelegram``.
+
+Two ways in:
+
+- ``telegram_daemon``: the adapter is built here (with fast pacing, which a loopback fake does
+  not need) and handed to the daemon as an override. Its health reports land in ``HealthLog``.
+- ``registry_daemon``: the daemon builds the adapter itself from the settings, through the
+  registry, with the daemon's route table and health hub — production pacing included. Used
+  where the webhook route or ``/readyz`` must be the daemon's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bot.app import Daemon, DaemonOptions, Overrides
+from bot.config import Settings
+from bot.exit_codes import EXIT_OK
+from bot.http import RouteTable
+from bot.kernel import Kernel
+from bot.ports import (
+    AgentBackend,
+    AgentEvent,
+    ChannelContext,
+    ClarificationRequest,
+    FinalAnswer,
+    Turn,
+)
+from channels.telegram import TELEGRAM_CAPABILITIES, TelegramChannel
+from tests.bot.harness import make_settings, running
+from tests.fakes.telegram_api import Call, FakeTelegram
+
+FAST_CAPS = replace(
+    TELEGRAM_CAPABILITIES,
+    per_chat_interval_s=0.0,
+    global_rate_per_s=0.0,
+    progress_interval_dm_s=0.05,
+    progress_interval_group_s=0.05,
+)
+WAIT_S = 5.0
+
+
+def telegram_settings(state_dir: Path, fake: FakeTelegram, **sections: Any) -> Settings:
+    block: dict[str, Any] = {
+        "enabled": True,
+        "token": fake.token,
+        "api_base_url": fake.api_origin,
+        **sections.pop("telegram", {}),
+    }
+    sections.setdefault("access", {"dm_policy": "open", "admins": ["telegram:1"]})
+    return make_settings(state_dir, channels={"telegram": block}, **sections)
+
+
+# --------------------------------------------------------------------------- health
+
+
+class HealthLog:
+    """A ``ChannelHealth`` that remembers what the adapter reported."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self._seen: dict[str, asyncio.Event] = {}
+
+    def _seen_event(self, kind: str) -> asyncio.Event:
+        return self._seen.setdefault(kind, asyncio.Event())
+
+    def _note(self, kind: str, reason: str = "") -> None:
+        self.events.append((kind, reason))
+        self._seen_event(kind).set()
+
+    def connected(self) -> None:
+        self._note("connected")
+
+    def disconnected(self, reason: str) -> None:
+        self._note("disconnected", reason)
+
+    def auth_failed(self, reason: str) -> None:
+        self._note("auth_failed", reason)
+
+    def activity(self) -> None:
+        """Too frequent to record; the link being alive is not a state change."""
+
+    def kinds(self) -> list[str]:
+        return [kind for kind, _ in self.events]
+
+    async def wait_for(self, kind: str, within: float = WAIT_S) -> None:
+        async with asyncio.timeout(within):
+            await self._seen_event(kind).wait()
+
+
+# --------------------------------------------------------------------------- daemons
+
+
+@dataclass
+class TelegramRun:
+    kernel: Kernel
+    channel: TelegramChannel
+    health: HealthLog
+    daemon: Daemon
+
+    async def settle(self) -> None:
+        """Wait until every accepted message was routed, run and delivered (or given up)."""
+        await self.kernel.lanes.wait_idle()
+        await self.kernel.outbox.wait_idle()
+
+
+@asynccontextmanager
+async def telegram_daemon(
+    settings: Settings, agent: AgentBackend, **adapter: Any
+) -> AsyncIterator[TelegramRun]:
+    health = HealthLog()
+    context = ChannelContext(routes=RouteTable(), state_dir=settings.state_dir, health=health)
+    adapter.setdefault("capabilities", FAST_CAPS)
+    adapter.setdefault("poll_timeout_s", 1)
+    channel = TelegramChannel(settings, context, **adapter)
+    async with running(settings, [channel], agent) as handle:
+        await health.wait_for("connected")
+        yield TelegramRun(handle.kernel, channel, health, handle.daemon)
+
+
+@asynccontextmanager
+async def registry_daemon(settings: Settings, agent: AgentBackend) -> AsyncIterator[Daemon]:
+    """The daemon as ``switchboard run`` builds it, with only the agent replaced."""
+    daemon = Daemon(settings, DaemonOptions(overrides=Overrides(agent=agent)))
+    task = asyncio.create_task(daemon.run(), name="test-daemon")
+    ready = asyncio.create_task(daemon.ready.wait())
+    async with asyncio.timeout(10):
+        await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        ready.cancel()
+        raise AssertionError(f"daemon exited early with {task.result()}")
+    try:
+        yield daemon
+    finally:
+        daemon.request_stop()
+        async with asyncio.timeout(10):
+            assert await task == EXIT_OK
+
+
+async def http_get(daemon: Daemon, path: str) -> tuple[int, str]:
+    assert daemon.http is not None
+    url = f"http://127.0.0.1:{daemon.http.port}{path}"
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status, await response.text()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], within: float = WAIT_S) -> None:
+    """Wait for state that raises no event (readiness), re-checking every few milliseconds."""
+    async with asyncio.timeout(within):
+        while not await check():  # noqa: ASYNC110 - no event exists to wait on
+            await asyncio.sleep(0.02)
+
+
+def free_port() -> int:
+    """A loopback port for a server whose URL must be known before it starts (webhooks)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+# --------------------------------------------------------------------------- agents
+
+
+class ScriptedAgent:
+    """An agent whose events the test feeds one by one (streaming at the test's pace)."""
+
+    def __init__(self) -> None:
+        self.events: asyncio.Queue[AgentEvent] = asyncio.Queue()
+        self.turns: list[Turn] = []
+        self._count = 0
+
+    @property
+    def description(self) -> str:
+        return "scripted agent"
+
+    async def start(self) -> None:
+        """Nothing to open."""
+
+    async def aclose(self) -> None:
+        """Nothing to close."""
+
+    async def create_thread(self) -> str:
+        self._count += 1
+        return f"s{self._count}"
+
+    async def cancel(self, thread_id: str) -> None:
+        """Runs end when the test feeds a final."""
+
+    def feed(self, event: AgentEvent) -> None:
+        self.events.put_nowait(event)
+
+    async def run(self, thread_id: str, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
+        self.turns.append(turn)
+        while True:
+            event = await self.events.get()
+            yield event
+            if isinstance(event, FinalAnswer | ClarificationRequest):
+                return
+
+
+# --------------------------------------------------------------------------- fake helpers
+
+
+def mention(text: str, needle: str = "@fake_bot") -> list[dict[str, Any]]:
+    """The ``mention`` entity Telegram would attach for ``needle`` in ``text``."""
+    offset = len(text[: text.index(needle)].encode("utf-16-le")) // 2
+    return [{"type": "mention", "offset": offset, "length": len(needle)}]
+
+
+def texts(fake: FakeTelegram, chat_id: int) -> list[str]:
+    """What the chat shows now: the bot's messages with their latest text."""
+    return [str(m.get("text") or m.get("caption") or "") for m in fake.chat_messages(chat_id)]
+
+
+async def wait_text(fake: FakeTelegram, chat_id: int, needle: str, within: float = WAIT_S) -> None:
+    """Wait until one of the bot's messages in the chat shows ``needle``."""
+
+    async def shown() -> bool:
+        return any(needle in text for text in texts(fake, chat_id))
+
+    await eventually(shown, within)
+
+
+def text_calls(fake: FakeTelegram, *, rich: bool = False) -> list[Call]:
+    """sendMessage and editMessageText calls in order; ``rich`` keeps those with entities."""
+    return [
+        call
+        for call in fake.calls()
+        if call.method in ("sendMessage", "editMessageText")
+        and (not rich or "entities" in call.params)
+    ]

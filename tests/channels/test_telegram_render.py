@@ -1,0 +1,121 @@
+"""Markdown → Telegram entities, error classification and the group window (SPEC §8)."""
+
+from __future__ import annotations
+
+import pytest
+from telegram import error as tg
+
+from bot.errors import SendErrorKind
+from bot.messages import RenderMode
+from bot.ports import TextUnit
+from channels.telegram import TELEGRAM_CAPABILITIES
+from channels.telegram.errors import MessageGone, NotModified, translate
+from channels.telegram.ratelimit import GroupWindow
+from channels.telegram.render import render_edit, render_messages
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def test_reserved_characters_need_no_escaping_with_entities() -> None:
+    source = "Price: *1.5* x 2 = 3! (approx) [not a link] a_b `x_y` #tag {ok} |pipe| ~tilde."
+    (body,) = render_messages(source, RenderMode.RICH)
+    assert body.text == "Price: 1.5 x 2 = 3! (approx) [not a link] a_b x_y #tag {ok} |pipe| ~tilde."
+    assert [(e.type, body.text[e.offset : e.offset + e.length]) for e in body.entities] == [
+        ("italic", "1.5"),
+        ("code", "x_y"),
+    ]
+
+
+def test_raw_html_in_prose_stays_visible() -> None:
+    (body,) = render_messages("Use Vec<T> inside <details> & friends", RenderMode.RICH)
+    assert body.text == "Use Vec<T> inside <details> & friends"
+
+
+def test_code_fences_become_pre_entities_with_their_language() -> None:
+    (body,) = render_messages("Run:\n\n```python\nprint('hi')\n```\n", RenderMode.RICH)
+    (pre,) = body.entities
+    assert (pre.type, pre.language) == ("pre", "python")
+    assert body.text[pre.offset : pre.offset + pre.length].startswith("print('hi')")
+
+
+def test_plain_mode_sends_the_text_as_written() -> None:
+    (body,) = render_messages("**not bold** <b>", RenderMode.PLAIN)
+    assert body.text == "**not bold** <b>"
+    assert body.entities == ()
+
+
+def test_rendering_that_outgrows_the_limit_is_split_for_sends_and_plain_for_edits() -> None:
+    source = "\n".join(f"# Heading {i}\n- item 😀 {i}" for i in range(300))
+    bodies = render_messages(source, RenderMode.RICH, limit=1000)
+    assert len(bodies) > 1
+    assert all(_utf16(b.text) <= 1000 for b in bodies)
+    for body in bodies:
+        assert all(e.offset + e.length <= _utf16(body.text) for e in body.entities)
+    edit = render_edit("**" + "x" * 999 + "**", RenderMode.RICH, limit=1000)
+    assert _utf16(edit.text) == 999
+    too_long = render_edit("• " * 600, RenderMode.RICH, limit=1000)
+    assert _utf16(too_long.text) <= 1000
+
+
+def test_empty_rendering_falls_back_to_the_source() -> None:
+    (body,) = render_messages("<!-- nothing visible -->", RenderMode.RICH)
+    assert body.text == "<!-- nothing visible -->"
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (tg.RetryAfter(3), SendErrorKind.RATE_LIMITED),
+        (tg.Forbidden("Forbidden: bot was blocked by the user"), SendErrorKind.FORBIDDEN),
+        (tg.BadRequest("Bad Request: chat not found"), SendErrorKind.TARGET_NOT_FOUND),
+        (tg.BadRequest("Bad Request: message thread not found"), SendErrorKind.TARGET_NOT_FOUND),
+        (tg.BadRequest("Bad Request: can't parse entities: x"), SendErrorKind.INVALID_REQUEST),
+        (tg.BadRequest("Bad Request: message is too long"), SendErrorKind.INVALID_REQUEST),
+        (tg.BadRequest("Bad Request: not enough rights to send"), SendErrorKind.FORBIDDEN),
+        (tg.ChatMigrated(-1001), SendErrorKind.TARGET_NOT_FOUND),
+        (tg.InvalidToken("Unauthorized"), SendErrorKind.AUTH_FAILED),
+        (tg.TimedOut(), SendErrorKind.TRANSIENT),
+        (tg.NetworkError("Bad Gateway"), SendErrorKind.TRANSIENT),
+        (tg.NetworkError("Request Entity Too Large"), SendErrorKind.INVALID_REQUEST),
+        (tg.Conflict("Conflict: terminated by other getUpdates"), SendErrorKind.TRANSIENT),
+    ],
+)
+def test_errors_are_classified_at_the_boundary(error: tg.TelegramError, kind: str) -> None:
+    assert translate(error).kind == kind
+
+
+def test_retry_after_carries_its_delay_and_edits_have_their_own_classes() -> None:
+    assert translate(tg.RetryAfter(7)).retry_after == 7.0
+    assert isinstance(translate(tg.BadRequest("Message is not modified: x")), NotModified)
+    assert isinstance(translate(tg.BadRequest("Message to edit not found")), MessageGone)
+
+
+def test_the_token_never_appears_in_a_translated_message() -> None:
+    token = "123456:SECRET"  # noqa: S105 - a made-up token
+    error = tg.NetworkError(f"httpx.ConnectError: http://x/file/bot{token}/a.jpg")
+    assert token not in str(translate(error, token))
+    assert token not in str(translate(tg.InvalidToken(f"The token `{token}` was rejected"), token))
+
+
+def test_a_group_takes_twenty_messages_a_minute() -> None:
+    now = [0.0]
+    window = GroupWindow(clock=lambda: now[0])
+    for _ in range(20):
+        assert window.wait_for(-100) == 0
+        window.record(-100)
+        now[0] += 1
+    assert window.wait_for(-100) == pytest.approx(40.0)
+    assert window.wait_for(42) == 0  # private chats are not limited this way
+    now[0] = 60.0
+    assert window.wait_for(-100) == 0
+
+
+def test_capabilities_encode_telegrams_limits() -> None:
+    caps = TELEGRAM_CAPABILITIES
+    assert (caps.text_limit, caps.text_unit) == (4096, TextUnit.UTF16)
+    assert (caps.progress_interval_dm_s, caps.progress_interval_group_s) == (1.0, 3.0)
+    assert (caps.per_chat_interval_s, caps.global_rate_per_s) == (1.0, 30.0)
+    assert (caps.max_image_bytes, caps.max_file_bytes) == (10 * 1024 * 1024, 50 * 1024 * 1024)
+    assert all((caps.edits, caps.buttons, caps.threads, caps.reactions, caps.typing))
