@@ -210,14 +210,15 @@ class Outbox:
         if exc.kind in (SendErrorKind.FORBIDDEN, SendErrorKind.TARGET_NOT_FOUND):
             self._unreachable.add(key)
         attempts = row.attempts + 1
+        delay = self._backoff.delay(attempts)
+        if exc.kind is SendErrorKind.RATE_LIMITED:
+            # Every send to this chat waits, also when this row (a progress update) is dropped.
+            delay = exc.retry_after if exc.retry_after is not None else delay
+            self._limiter.block(key, delay)
         last_try = attempts >= self._max_attempts or _kind_of(delivery) is OutboundKind.PROGRESS
         if not exc.retryable or last_try:
             await self._finish_dead(row, f"{exc.kind}: {exc}")
             return True
-        delay = self._backoff.delay(attempts)
-        if exc.kind is SendErrorKind.RATE_LIMITED:
-            delay = exc.retry_after if exc.retry_after is not None else delay
-            self._limiter.block(key, delay)
         await self._store.outbox.mark_retry(
             row.id, f"{exc.kind}: {exc}", self._clock() + timedelta(seconds=delay)
         )

@@ -21,6 +21,7 @@ from bot.messages import (
     InboundMessage,
     OutboundFile,
     OutboundText,
+    Reaction,
     ReactionMark,
     Sender,
     SentRef,
@@ -118,7 +119,8 @@ class ChannelCapabilities:
     edits: bool = False
     buttons: bool = False
     threads: bool = False
-    reactions: bool = False
+    reactions: frozenset[Reaction] = frozenset()
+    """The reactions this platform shows; the kernel records no others."""
     typing: bool = False
     max_file_bytes: int = 20 * 1024 * 1024
     max_image_bytes: int = 10 * 1024 * 1024

@@ -172,7 +172,7 @@ class Router:
 
     async def _acknowledge_queued(self, item: Accepted, key: ConversationKey) -> None:
         channel = self._d.hub.get(item.message.channel)
-        if channel is not None and channel.capabilities.reactions:
+        if channel is not None and Reaction.QUEUED in channel.capabilities.reactions:
             ctx = self._reply_ctx(item, key, "queued")
             mark = ReactionMark(
                 destination=ctx.destination,

@@ -248,7 +248,7 @@ class TurnRunner:
         if ctx.reply_to is None:
             return
         channel = self._d.hub.get(ctx.key.channel)
-        if channel is None or not channel.capabilities.reactions:
+        if channel is None or reaction not in channel.capabilities.reactions:
             return
         mark = ReactionMark(destination=ctx.destination, message_id=ctx.reply_to, reaction=reaction)
         tagged = ctx.tagged(f"react-{reaction}")

@@ -50,7 +50,7 @@ BOT_PREFIX = "bot> "
 class ConsoleChannel(BaseChannel):
     name = "console"
     capabilities = ChannelCapabilities(
-        text_limit=100_000, edits=False, buttons=False, threads=False, reactions=False
+        text_limit=100_000, edits=False, buttons=False, threads=False
     )
 
     def __init__(

@@ -67,8 +67,13 @@ def register_user_commands(registry: CommandRegistry) -> None:
     async def help_handler(call: CommandCall) -> str:
         return await _help(call, registry)
 
+    async def start(call: CommandCall) -> str:
+        greeting = "Hi! Send me a message and I'll pass it to the agent.\n\n"
+        return greeting + await _help(call, registry)
+
     for name, usage, summary, handler in (
         ("help", "/help", "list the commands you can use", help_handler),
+        ("start", "/start", "say hello and list the commands (sent by Telegram clients)", start),
         ("new", "/new", "start a fresh conversation (the old one is kept)", _new),
         ("stop", "/stop", "stop the running reply and drop queued messages", _stop),
         ("status", "/status", "show this conversation's thread and state", _status),

@@ -36,6 +36,7 @@ from bot.messages import (
     Destination,
     OutboundFile,
     OutboundText,
+    Reaction,
     ReactionMark,
     SentRef,
     TextEdit,
@@ -52,7 +53,8 @@ logger = logging.getLogger(__name__)
 
 TELEGRAM_CAPABILITIES = ChannelCapabilities(
     text_limit=4096, text_unit=TextUnit.UTF16, edits=True, buttons=True, threads=True,
-    reactions=True, typing=True, max_file_bytes=DOCUMENT_LIMIT, max_image_bytes=PHOTO_LIMIT,
+    reactions=frozenset({Reaction.QUEUED}), typing=True,
+    max_file_bytes=DOCUMENT_LIMIT, max_image_bytes=PHOTO_LIMIT,
     progress_interval_dm_s=1.0, progress_interval_group_s=3.0, per_chat_interval_s=1.0,
     global_rate_per_s=30.0,
 )  # fmt: skip

@@ -24,6 +24,7 @@ from bot.messages import (
     OutboundFile,
     OutboundKind,
     OutboundText,
+    Reaction,
     ReactionMark,
     Sender,
     SentRef,
@@ -33,7 +34,8 @@ from bot.ports import Admission, BotIdentity, ChannelCapabilities, Publish
 from channels.base import AuthFailed, BaseChannel
 
 DEFAULT_CAPS = ChannelCapabilities(
-    text_limit=4000, edits=True, buttons=True, threads=True, reactions=True, typing=True,
+    text_limit=4000, edits=True, buttons=True, threads=True, typing=True,
+    reactions=frozenset(Reaction),
     progress_interval_dm_s=0.0, progress_interval_group_s=0.0,
 )  # fmt: skip
 PLAIN_CAPS = ChannelCapabilities(text_limit=4000)
