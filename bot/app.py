@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import os
 import signal
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack
@@ -28,6 +30,7 @@ from bot.kernel import Kernel, build_kernel
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
 from bot.registry import EdgeKind, load
 from bot.reload import Reloader
+from bot.sdnotify import SystemdNotifier, announce_channels, channels_settled
 from bot.supervise import supervise_start
 
 logger = logging.getLogger(__name__)
@@ -58,6 +61,8 @@ class Daemon:
         self.options = options or DaemonOptions()
         self.stop_requested = asyncio.Event()
         self.ready = asyncio.Event()
+        """Set when every channel runs or is parked (when systemd gets ``READY=1``)."""
+        self.notifier = SystemdNotifier.from_environment(os.environ)
         self.kernel: Kernel | None = None
         self.http: HttpServer | None = None
 
@@ -75,7 +80,8 @@ class Daemon:
             logger.error("%s", exc)  # noqa: TRY400 - the message says it all
             return EXIT_TEMPFAIL
         try:
-            return await self._run_locked()
+            async with self.notifier.watchdog():
+                return await self._run_locked()
         except StoreError as exc:
             logger.error("store unavailable: %s", exc)  # noqa: TRY400
             return EXIT_TEMPFAIL
@@ -151,11 +157,14 @@ class Daemon:
             )
             for channel in kernel.hub
         ]
+        settled = functools.partial(channels_settled, kernel.hub, starts)
+        announce = asyncio.create_task(
+            announce_channels(kernel.hub, self.notifier, self.ready, settled),
+            name="sdnotify:status",
+        )
         with self._signals(reloader):
-            self.ready.set()
-            logger.info("ready: channels %s", ", ".join(kernel.hub.names()) or "none")
             finished = await self._wait_for_stop(kernel)
-            await self._shutdown(kernel, starts, background, drain_bus=finished)
+            await self._shutdown(kernel, [announce, *starts], background, drain_bus=finished)
 
     async def _wait_for_stop(self, kernel: Kernel) -> bool:
         """Wait for a stop request or for every channel's input to end; ``True`` for the latter."""
@@ -177,6 +186,7 @@ class Daemon:
     ) -> None:
         grace = self.settings.daemon.shutdown_grace_s
         logger.info("stopping (grace %.0fs)", grace)
+        self.notifier.stopping(f"stopping: draining turns for up to {grace:.0f}s")
         for task in starts:
             task.cancel()
         await asyncio.gather(*starts, return_exceptions=True)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.config import Settings
 from bot.configfile import load_settings
 from bot.errors import ConfigError
 from bot.logs import set_level
+from bot.sdnotify import channel_summary
 
 if TYPE_CHECKING:
     from bot.app import Daemon
@@ -41,6 +43,17 @@ class Reloader:
         path = self._daemon.options.config_path
         if path is None:
             return "Reload is not possible: this daemon was not started from a config file."
+        # systemd hears RELOADING=1 … READY=1 around it (before READY=1 of the start: nothing).
+        notifier = self._daemon.notifier if self._daemon.ready.is_set() else None
+        if notifier is not None:
+            notifier.reloading()
+        try:
+            return await self._reload(path, actor)
+        finally:
+            if notifier is not None:
+                notifier.ready(f"ready: {channel_summary(self._kernel.hub)}")
+
+    async def _reload(self, path: Path, actor: str) -> str:
         try:
             fresh = await asyncio.to_thread(load_settings, path)
         except ConfigError as exc:
