@@ -30,8 +30,8 @@ from bot.kernel import Kernel, build_kernel
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
 from bot.registry import EdgeKind, load
 from bot.reload import Reloader
-from bot.sdnotify import SystemdNotifier, announce_channels, channels_settled
-from bot.supervise import supervise_start
+from bot.sdnotify import SystemdNotifier, announce_channels
+from bot.supervision import ChannelFactory, Fleet, SupervisionPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,7 @@ class DaemonOptions:
     chat: bool = False
     install_signals: bool = False
     overrides: Overrides = field(default_factory=Overrides)
+    supervision: SupervisionPolicy = field(default_factory=SupervisionPolicy)
 
 
 class Daemon:
@@ -65,6 +66,9 @@ class Daemon:
         self.notifier = SystemdNotifier.from_environment(os.environ)
         self.kernel: Kernel | None = None
         self.http: HttpServer | None = None
+        self.fleet: Fleet | None = None
+        self._factories: dict[str, ChannelFactory] = {}
+        self._routes: RouteTable | None = None
 
     def request_stop(self) -> None:
         self.stop_requested.set()
@@ -92,9 +96,10 @@ class Daemon:
         async with AsyncExitStack() as stack:
             store = await self._open_store(stack)
             agent = await self._open_agent(stack)
-            routes = RouteTable()
+            routes = self._routes = RouteTable()
             hub = ChannelHub(store.settings)
-            channels = self._channels(routes, hub)
+            self._factories = self._channel_factories(routes, hub)
+            channels = [build() for build in self._factories.values()]
             kernel = build_kernel(self._current, store, agent, hub, channels)
             self.kernel = kernel
             self.http = HttpServer(self.settings.http, kernel.hub, store, kernel.counters, routes)
@@ -129,20 +134,53 @@ class Daemon:
         stack.push_async_callback(agent.aclose)
         return agent
 
-    def _channels(self, routes: RouteTable, hub: ChannelHub) -> list[Channel]:
+    def _channel_factories(self, routes: RouteTable, hub: ChannelHub) -> dict[str, ChannelFactory]:
+        """How to build each channel; supervision rebuilds one to restart it."""
         if self.options.overrides.channels is not None:
-            return list(self.options.overrides.channels)
+            return {c.name: functools.partial(_same, c) for c in self.options.overrides.channels}
         names = ["console"] if self.options.chat else list(self.settings.channels.enabled())
-        channels = []
-        for name in names:
-            factory = cast(
-                Callable[[Settings, ChannelContext], Channel], load(EdgeKind.CHANNEL, name)
-            )
+        return {name: self._registry_factory(name, routes, hub) for name in names}
+
+    def _registry_factory(self, name: str, routes: RouteTable, hub: ChannelHub) -> ChannelFactory:
+        adapter = cast(Callable[[Settings, ChannelContext], Channel], load(EdgeKind.CHANNEL, name))
+
+        def build() -> Channel:
             context = ChannelContext(
                 routes=routes, state_dir=self.settings.state_dir, health=hub.reporter(name)
             )
-            channels.append(factory(self.settings, context))
-        return channels
+            return adapter(self.settings, context)
+
+        return build
+
+    async def apply_channel_changes(self, old: Settings, new: Settings) -> list[str]:
+        """Restart, start or stop channels whose config block changed (SIGHUP, ``/reload``).
+
+        Parked and backing-off channels are re-probed at once either way.
+        """
+        notes: list[str] = []
+        fleet, kernel = self.fleet, self.kernel
+        if fleet is None or kernel is None:
+            return notes
+        if self.options.overrides.channels is None and not self.options.chat:
+            routes = self._routes
+            assert routes is not None  # noqa: S101 - set with the factories
+            before, after = old.channels.enabled(), new.channels.enabled()
+            for name in sorted(set(before) | set(after)):
+                if name in before and name not in after:
+                    await fleet.unsupervise(name)
+                    notes.append(f"channel {name} stopped")
+                elif name in after and (name not in before or before[name] != after[name]):
+                    factory = self._registry_factory(name, routes, kernel.hub)
+                    self._factories[name] = factory
+                    if name in fleet.supervisors:
+                        fleet.supervisors[name].restart(factory)
+                        notes.append(f"channel {name} restarting with its new settings")
+                    else:
+                        kernel.install_channel(factory())
+                        fleet.supervise(name, factory)
+                        notes.append(f"channel {name} started")
+        fleet.wake_all()
+        return notes
 
     async def _serve(self, kernel: Kernel, reloader: Reloader) -> None:
         background = [
@@ -150,21 +188,18 @@ class Daemon:
             asyncio.create_task(kernel.outbox.run(), name="outbox"),
             asyncio.create_task(kernel.housekeeping.run(), name="housekeeping"),
         ]
-        starts = [
-            asyncio.create_task(
-                supervise_start(channel, kernel.hub, kernel.intake.publish),
-                name=f"channel:{channel.name}:start",
-            )
-            for channel in kernel.hub
-        ]
-        settled = functools.partial(channels_settled, kernel.hub, starts)
+        fleet = Fleet(kernel.hub, kernel.intake.publish, self.options.supervision)
+        fleet.install = kernel.install_channel
+        self.fleet = fleet
+        for name, factory in self._factories.items():
+            fleet.supervise(name, factory)
         announce = asyncio.create_task(
-            announce_channels(kernel.hub, self.notifier, self.ready, settled),
+            announce_channels(kernel.hub, self.notifier, self.ready, fleet.wait_settled),
             name="sdnotify:status",
         )
         with self._signals(reloader):
             finished = await self._wait_for_stop(kernel)
-            await self._shutdown(kernel, [announce, *starts], background, drain_bus=finished)
+            await self._shutdown(kernel, [announce], background, drain_bus=finished)
 
     async def _wait_for_stop(self, kernel: Kernel) -> bool:
         """Wait for a stop request or for every channel's input to end; ``True`` for the latter."""
@@ -190,6 +225,8 @@ class Daemon:
         for task in starts:
             task.cancel()
         await asyncio.gather(*starts, return_exceptions=True)
+        if self.fleet is not None:
+            await self.fleet.stop()
         await _step("stop intake", kernel.stop_intake())
         kernel.bus.close(drain=drain_bus)
         router_task = background[0]
@@ -230,3 +267,8 @@ async def _step(name: str, awaitable: Awaitable[object]) -> None:
         logger.warning("shutdown step %r timed out", name)
     except Exception:
         logger.exception("shutdown step %r failed", name)
+
+
+def _same(channel: Channel) -> Channel:
+    """The factory of an injected channel: restarting reuses the instance."""
+    return channel

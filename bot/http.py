@@ -21,15 +21,24 @@ logger = logging.getLogger(__name__)
 
 
 class RouteTable:
-    """Webhook routes collected from channels while they are constructed."""
+    """Webhook routes of the channels, looked up per request.
+
+    A channel restarted from new settings registers its path again and replaces the old
+    handler; a channel enabled by a reload adds a path while the server runs.
+    """
 
     def __init__(self) -> None:
-        self.posts: list[tuple[str, WebhookHandler]] = []
+        self._handlers: dict[str, WebhookHandler] = {}
 
     def add_post(self, path: str, handler: WebhookHandler) -> None:
-        if any(existing == path for existing, _ in self.posts):
-            raise ValueError(f"two channels want the webhook path {path}")
-        self.posts.append((path, handler))
+        self._handlers[path] = handler
+
+    @property
+    def posts(self) -> list[tuple[str, WebhookHandler]]:
+        return list(self._handlers.items())
+
+    def handler(self, path: str) -> WebhookHandler | None:
+        return self._handlers.get(path)
 
 
 class HttpServer:
@@ -49,15 +58,14 @@ class HttpServer:
         self._app.router.add_get("/healthz", self._healthz)
         self._app.router.add_get("/readyz", self._readyz)
         self._app.router.add_get("/metrics", self._metrics)
-        for path, handler in routes.posts:
-            self._app.router.add_post(path, handler)
-        self._webhooks = len(routes.posts)
+        self._routes = routes
+        self._app.router.add_post("/{path:.*}", self._webhook)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
     async def start(self) -> None:
         if not self._settings.enabled:
-            if self._webhooks:
+            if self._routes.posts:
                 logger.warning("http is disabled, so channel webhooks cannot receive anything")
             return
         self._runner = web.AppRunner(self._app, access_log=None)
@@ -92,6 +100,12 @@ class HttpServer:
         for name in self._hub.names():
             up = self._hub.state(name) is ChannelState.RUNNING
             self._counters.channel_up.labels(channel=name).set(1 if up else 0)
+
+    async def _webhook(self, request: web.Request) -> web.StreamResponse:
+        handler = self._routes.handler(request.path)
+        if handler is None:
+            raise web.HTTPNotFound
+        return await handler(request)
 
     async def _healthz(self, _request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})

@@ -47,6 +47,12 @@ class Kernel:
     counters: Counters
     housekeeping: Housekeeping
     clarifications: Clarifications
+    limiter: RateLimiter
+
+    def install_channel(self, channel: Channel) -> None:
+        """Put a channel instance in place (first start, restart, enabled by a reload)."""
+        self.hub.replace(channel)
+        _pace(self.limiter, channel)
 
     def caps_of(self, channel: str) -> ChannelCapabilities | None:
         found = self.hub.get(channel)
@@ -104,12 +110,7 @@ def build_kernel(
     limiter = RateLimiter()
     for channel in channels:
         hub.add(channel)
-        caps = channel.capabilities
-        limiter.configure(
-            channel.name,
-            per_chat_interval_s=caps.per_chat_interval_s,
-            global_rate_per_s=caps.global_rate_per_s,
-        )
+        _pace(limiter, channel)
     hub.listeners.append(functools.partial(_count_reconnects, counters))
     bus = InboundBus(current.daemon.inbound_queue_size)
     outbox = Outbox(
@@ -138,8 +139,17 @@ def build_kernel(
         intake=Intake(store, bus, counters), outbox=outbox, lanes=lanes, router=router,
         sessions=sessions, commands=commands, counters=counters,
         housekeeping=Housekeeping(settings, store, hub, outbox, clarifications),
-        clarifications=clarifications,
+        clarifications=clarifications, limiter=limiter,
     )  # fmt: skip
+
+
+def _pace(limiter: RateLimiter, channel: Channel) -> None:
+    caps = channel.capabilities
+    limiter.configure(
+        channel.name,
+        per_chat_interval_s=caps.per_chat_interval_s,
+        global_rate_per_s=caps.global_rate_per_s,
+    )
 
 
 def _count_reconnects(

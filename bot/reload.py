@@ -2,8 +2,10 @@
 
 An invalid new file is rejected with its reason and the running configuration stays.
 Access lists, policies, scopes, busy policy, timeouts and the log level apply at once,
-because every component reads the current settings through one getter. Changes that need
-a restart (state_dir, agent backend, HTTP listener, channel blocks) are reported.
+because every component reads the current settings through one getter. A changed channel
+block restarts that channel only (a newly enabled one starts, a disabled one stops), and
+parked channels are re-probed. Changes that need a process restart (state_dir, agent
+backend or model, HTTP listener, daemon limits) are reported.
 """
 
 from __future__ import annotations
@@ -64,9 +66,11 @@ class Reloader:
         notes = _restart_notes(old, fresh)
         self._daemon.settings = fresh
         set_level(fresh.log.level)
-        await self._kernel.store.audit.record(actor, "reload", "; ".join(notes) or "applied")
-        logger.info("configuration reloaded by %s", actor)
-        lines = ["Configuration reloaded."]
+        applied = await self._daemon.apply_channel_changes(old, fresh)
+        summary = "; ".join([*applied, *(f"needs restart: {note}" for note in notes)])
+        await self._kernel.store.audit.record(actor, "reload", summary or "applied")
+        logger.info("configuration reloaded by %s: %s", actor, summary or "no structural change")
+        lines = ["Configuration reloaded.", *(f"Applied: {note}" for note in applied)]
         lines += [f"Needs a restart to apply: {note}" for note in notes]
         return "\n".join(lines)
 
@@ -77,6 +81,4 @@ def _restart_notes(old: Settings, new: Settings) -> list[str]:
         notes.append("agent backend or model")
     if old.agent.max_concurrent_runs != new.agent.max_concurrent_runs:
         notes.append("agent.max_concurrent_runs")
-    old_blocks, new_blocks = old.channels.blocks(), new.channels.blocks()
-    notes += [f"channels.{name}" for name in old_blocks if old_blocks[name] != new_blocks[name]]
     return notes

@@ -17,7 +17,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from bot.hub import ChannelHub, ChannelState
@@ -26,7 +26,6 @@ logger = logging.getLogger(__name__)
 
 SETTLED = frozenset({ChannelState.RUNNING, ChannelState.PARKED})
 """Channel states that count as started for ``READY=1``: a parked channel waits for an operator."""
-SETTLE_POLL_S = 0.05
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,20 +153,6 @@ async def announce_channels(
         if current != summary:
             summary = current
             notifier.status(f"ready: {summary}")
-
-
-async def channels_settled(hub: ChannelHub, starts: Sequence[asyncio.Task[None]] = ()) -> None:
-    """Return once every channel in ``hub`` runs or is parked.
-
-    ``starts`` are the channels' start tasks: waiting on them wakes this up the moment a start
-    succeeds; a short poll of the hub catches the rest (parked channels).
-    """
-    while not all(hub.state(name) in SETTLED for name in hub.names()):
-        pending = [task for task in starts if not task.done()]
-        if pending:
-            await asyncio.wait(pending, timeout=SETTLE_POLL_S)
-        else:
-            await asyncio.sleep(SETTLE_POLL_S)
 
 
 def _status_line(text: str | None) -> tuple[str, ...]:

@@ -70,6 +70,8 @@ class Fleet:
         self.breaker = FleetBreaker(policy)
         self.supervisors: dict[str, ChannelSupervisor] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self.install: Callable[[Channel], None] = hub.replace
+        """How a rebuilt channel instance takes its place (the kernel also paces it)."""
 
     def supervise(self, name: str, factory: ChannelFactory) -> None:
         supervisor = self.supervisors[name] = ChannelSupervisor(name, factory, self)
@@ -108,6 +110,7 @@ class ChannelSupervisor:
     def __init__(self, name: str, factory: ChannelFactory, fleet: Fleet) -> None:
         self.name = name
         self._factory = factory
+        self._fleet = fleet
         self._hub = fleet.hub
         self._publish = fleet.publish
         self._breaker = fleet.breaker
@@ -156,7 +159,7 @@ class ChannelSupervisor:
         if channel is None or self._restart.is_set():
             self._restart.clear()
             channel = self._factory()
-            self._hub.replace(channel)
+            self._fleet.install(channel)
         return channel
 
     async def _start(self, channel: Channel, attempt: int) -> bool:
