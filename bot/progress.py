@@ -32,6 +32,9 @@ from bot.replies import ReplyContext
 logger = logging.getLogger(__name__)
 
 TYPING_REFRESH_S = 4.0
+QUIET_START_S = 0.5
+"""Nothing is shown for the first half second: an answer that is ready by then arrives as
+one message, with no typing call and no placeholder to edit (most command-like turns)."""
 OutboxSend = Callable[[OutboxItem], Awaitable[SentRef | None]]
 CURSOR = " ▍"
 
@@ -47,6 +50,7 @@ class ProgressStream:
         caps = channel.capabilities
         group = ctx.destination.chat_type is ChatType.GROUP
         self._interval = caps.progress_interval_group_s if group else caps.progress_interval_dm_s
+        self._quiet_s = min(QUIET_START_S, self._interval)
         self._text = ""
         self._shown = ""
         self._changed = asyncio.Event()
@@ -88,6 +92,7 @@ class ProgressStream:
 
     async def _typing(self) -> None:
         """Show "typing" until visible text exists, refreshed before the platform drops it."""
+        await asyncio.sleep(self._quiet_s)
         while self.placeholder_id is None:
             with contextlib.suppress(SendError):
                 await self._channel.show_typing(self._ctx.destination)
@@ -97,6 +102,7 @@ class ProgressStream:
 
     async def _edits(self) -> None:
         last_edit = 0.0
+        await asyncio.sleep(self._quiet_s)
         while True:
             await self._changed.wait()
             self._changed.clear()
