@@ -8,9 +8,10 @@ independent of each other. Errors arrive already classified by the adapter (SPEC
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
+import heapq
 import logging
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 PARKED_RETRY = timedelta(seconds=60)
 IDLE_POLL_S = 30.0
+FINISHED_MEMORY = 4096
 
 
 def destination_key(delivery: Delivery) -> DestinationKey:
@@ -69,33 +71,46 @@ class Outbox:
         self._active: dict[DestinationKey, asyncio.Task[None]] = {}
         self._waiters: dict[int, asyncio.Future[SentRef | None]] = {}
         self._unreachable: set[DestinationKey] = set()
+        self._fresh: list[OutboxRow] = []
+        self._waiting: dict[DestinationKey, list[OutboxRow]] = {}
+        self._claimed: set[int] = set()
+        """Rows being sent or waiting for their chat: a poll that sees them leaves them be."""
+        self._finished: deque[int] = deque(maxlen=FINISHED_MEMORY)
+        """Rows this process finished recently, so a copy still in a queue is not resent."""
+        self._poll = True
+        self._repoll = False
+        self._timers: list[datetime] = []
+        self._held: dict[DestinationKey, datetime] = {}
 
     # ------------------------------------------------------------------ producers
 
     async def submit(self, items: Sequence[OutboxItem]) -> list[int]:
-        """Record deliveries durably, then let the worker send them."""
+        """Record deliveries durably, then hand the new rows straight to the worker."""
         if not items:
             return []
-        row_ids = await self._store.outbox.enqueue(items)
+        rows = await self._store.outbox.enqueue_rows(items)
+        self._fresh.extend(row for row in rows if row.state is OutboxState.PENDING)
         self._wake.set()
-        return row_ids
+        return [row.id for row in rows]
 
     async def send_now(self, item: OutboxItem) -> SentRef | None:
         """Record and wait for the first attempt; ``None`` if it failed or will retry later.
 
         Callers bound the wait with ``asyncio.timeout``; the row stays in the outbox either way.
         """
-        (row_id,) = await self._store.outbox.enqueue([item])
-        row = await self._store.outbox.get(row_id)
-        if row is not None and row.state is OutboxState.SENT:
+        (row,) = await self._store.outbox.enqueue_rows([item])
+        if row.state is OutboxState.SENT:
             return SentRef(message_ids=row.sent_message_ids)
+        if row.state is OutboxState.DEAD:
+            return None
         future: asyncio.Future[SentRef | None] = asyncio.get_running_loop().create_future()
-        self._waiters[row_id] = future
+        self._waiters[row.id] = future
+        self._fresh.append(row)
         self._wake.set()
         try:
             return await future
         finally:
-            self._waiters.pop(row_id, None)
+            self._waiters.pop(row.id, None)
 
     def mark_reachable(self, key: DestinationKey) -> None:
         """A chat that wrote to us again can be tried again after forbidden/not found."""
@@ -104,46 +119,100 @@ class Outbox:
     # ------------------------------------------------------------------ worker
 
     async def run(self) -> None:
-        """Send due rows until cancelled."""
+        """Send rows until cancelled.
+
+        Rows recorded by this process reach the worker directly; the store is polled for
+        rows whose retry time has come, rows left by an earlier process, and rows revived by
+        ``switchboard outbox retry`` (at least every ``IDLE_POLL_S``).
+        """
+        self._poll = True
         while True:
             self._wake.clear()
-            await self._dispatch_due()
-            await self._sleep_until_due()
+            await self._dispatch()
+            await self._sleep()
 
-    async def _dispatch_due(self) -> None:
-        rows = await self._store.outbox.due(self._clock(), limit=500)
+    async def _dispatch(self) -> None:
+        fresh, self._fresh = self._fresh, []
+        rows = {row.id: row for row in fresh}
+        polled: set[int] = set()
+        if self._poll:
+            self._poll = False
+            for row in await self._store.outbox.due(self._clock(), limit=500):
+                rows.setdefault(row.id, row)
+                polled.add(row.id)
+            next_due = await self._store.outbox.next_due_at()
+            if next_due is not None and next_due > self._clock():
+                self._schedule(next_due)  # rows left waiting, also by an earlier process
         groups: dict[DestinationKey, list[OutboxRow]] = {}
-        for row in rows:
+        for row_id in sorted(set(rows) - self._claimed - set(self._finished)):
+            row = rows[row_id]
             groups.setdefault(destination_key(row.item.delivery), []).append(row)
         for key, group in groups.items():
+            if self._held_until(key) is not None:
+                continue  # in the store; polled again when the hold ends
             if key in self._active:
+                # Rows from this process wait in memory; polled ones are found by a new poll.
+                waiting = [row for row in group if row.id not in polled]
+                self._waiting.setdefault(key, []).extend(waiting)
+                self._claimed.update(row.id for row in waiting)
+                self._repoll |= any(row.id in polled for row in group)
                 continue
+            self._claimed.update(row.id for row in group)
             task = asyncio.create_task(self._send_group(group), name=f"outbox:{key[0]}:{key[2]}")
             self._active[key] = task
             task.add_done_callback(functools.partial(self._group_done, key))
 
+    def _held_until(self, key: DestinationKey) -> datetime | None:
+        """A chat whose earlier row waits for a retry sends nothing after it, to keep order."""
+        until = self._held.get(key)
+        if until is not None and until <= self._clock():
+            del self._held[key]
+            return None
+        return until
+
     def _group_done(self, key: DestinationKey, _task: asyncio.Task[None]) -> None:
         self._active.pop(key, None)
+        waiting = self._waiting.pop(key, [])
+        self._claimed.difference_update(row.id for row in waiting)
+        self._fresh.extend(waiting)
+        if self._repoll:
+            self._repoll = False
+            self._poll = True
         self._wake.set()
         self._changed.set()
 
-    async def _sleep_until_due(self) -> None:
-        timeout = IDLE_POLL_S
-        next_due = await self._store.outbox.next_due_at()
-        if next_due is not None:
-            timeout = min(timeout, max(0.0, (next_due - self._clock()).total_seconds()))
-        if timeout <= 0 and not self._active:
+    def _schedule(self, at: datetime) -> None:
+        heapq.heappush(self._timers, at)
+
+    async def _sleep(self) -> None:
+        """Wait for new rows, a finished chat, or the next retry time (then poll the store)."""
+        now = self._clock()
+        while self._timers and self._timers[0] <= now:
+            heapq.heappop(self._timers)
+            self._poll = True
+        if self._poll or self._fresh:
             return
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout if timeout > 0 else IDLE_POLL_S):
+        timeout = IDLE_POLL_S
+        if self._timers:
+            timeout = min(timeout, (self._timers[0] - now).total_seconds())
+        try:
+            async with asyncio.timeout(max(timeout, 0.001)):
                 await self._wake.wait()
+        except TimeoutError:
+            self._poll = True
 
     async def wait_idle(self) -> None:
         """Return once nothing is due or in flight (shutdown flush; bound it with a timeout)."""
-        while self._active or await self._store.outbox.due(self._clock(), limit=1):
+        while self._active or self._fresh or self._waiting or await self._sendable_now():
             self._changed.clear()
+            self._poll = True
             self._wake.set()
             await self._changed.wait()
+
+    async def _sendable_now(self) -> bool:
+        """Whether the store holds a due row of a chat that is not waiting for a retry."""
+        rows = await self._store.outbox.due(self._clock(), limit=500)
+        return any(self._held_until(destination_key(row.item.delivery)) is None for row in rows)
 
     async def cancel_active(self) -> None:
         tasks = list(self._active.values())
@@ -152,14 +221,20 @@ class Outbox:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _send_group(self, rows: list[OutboxRow]) -> None:
-        for row in rows:
-            try:
-                finished = await self._attempt(row)
-            except Exception:
-                logger.exception("outbox row %s failed unexpectedly", row.id)
-                finished = await self._failed(row, TransientSendError("unexpected error"))
-            if not finished:
-                return
+        try:
+            for row in rows:
+                try:
+                    finished = await self._attempt(row)
+                except Exception:
+                    logger.exception("outbox row %s failed unexpectedly", row.id)
+                    finished = await self._failed(row, TransientSendError("unexpected error"))
+                self._claimed.discard(row.id)
+                if finished:
+                    self._finished.append(row.id)
+                else:
+                    return
+        finally:
+            self._claimed.difference_update(row.id for row in rows)
 
     # ------------------------------------------------------------------ one attempt
 
@@ -175,11 +250,8 @@ class Outbox:
             await self._finish_dead(row, "destination unreachable (forbidden or not found)")
             return True
         if not self._hub.usable(key[0]):
-            await self._store.outbox.mark_retry(
-                row.id,
-                f"channel {key[0]} is {self._hub.state(key[0])}",
-                self._clock() + PARKED_RETRY,
-            )
+            reason = f"channel {key[0]} is {self._hub.state(key[0])}"
+            await self._retry_later(row, reason, self._clock() + PARKED_RETRY)
             return False
         if not isinstance(delivery, ReactionMark):
             # Reactions are not messages: platforms rate-limit them separately.
@@ -205,7 +277,7 @@ class Outbox:
         )  # fmt: skip
         if exc.kind is SendErrorKind.AUTH_FAILED:
             self._hub.set_state(key[0], ChannelState.PARKED, "auth_failed")
-            await self._store.outbox.mark_retry(row.id, str(exc), self._clock() + PARKED_RETRY)
+            await self._retry_later(row, str(exc), self._clock() + PARKED_RETRY)
             return False
         if exc.kind in (SendErrorKind.FORBIDDEN, SendErrorKind.TARGET_NOT_FOUND):
             self._unreachable.add(key)
@@ -219,10 +291,16 @@ class Outbox:
         if not exc.retryable or last_try:
             await self._finish_dead(row, f"{exc.kind}: {exc}")
             return True
-        await self._store.outbox.mark_retry(
-            row.id, f"{exc.kind}: {exc}", self._clock() + timedelta(seconds=delay)
-        )
+        retry_at = self._clock() + timedelta(seconds=delay)
+        await self._retry_later(row, f"{exc.kind}: {exc}", retry_at)
         return False
+
+    async def _retry_later(self, row: OutboxRow, error: str, at: datetime) -> None:
+        """Record the retry time; the chat holds its later rows until then, to keep order."""
+        await self._store.outbox.mark_retry(row.id, error, at)
+        key = destination_key(row.item.delivery)
+        self._held[key] = max(at, self._held.get(key, at))
+        self._schedule(at)
 
     async def _finish_dead(self, row: OutboxRow, error: str) -> None:
         await self._store.outbox.mark_dead(row.id, error)

@@ -32,6 +32,7 @@ from bot.replies import ReplyContext
 logger = logging.getLogger(__name__)
 
 TYPING_REFRESH_S = 4.0
+PLACEHOLDER_WAIT_S = 10.0
 QUIET_START_S = 0.5
 """Nothing is shown for the first half second: an answer that is ready by then arrives as
 one message, with no typing call and no placeholder to edit (most command-like turns)."""
@@ -137,7 +138,11 @@ class ProgressStream:
             reply_to=self._ctx.reply_to,
             render=RenderMode.PLAIN,
         )
-        ref = await self._send(self._ctx.item(0, delivery))
+        try:
+            async with asyncio.timeout(PLACEHOLDER_WAIT_S):
+                ref = await self._send(self._ctx.item(0, delivery))
+        except TimeoutError:
+            return  # the chat is held (rate limit, parked channel): the final goes as a new message
         if ref is not None and ref.message_ids:
             self.placeholder_id = ref.message_ids[0]
             self._shown = text

@@ -73,12 +73,22 @@ class SqliteOutboxStore(OutboxStore):
     @override
     async def enqueue(self, items: Sequence[OutboxItem]) -> list[int]:
         """Insert all items in one transaction; returns each item's row id, old or new."""
-        now = self._now()
+        return [row.id for row in await self.enqueue_rows(items)]
+
+    @override
+    async def enqueue_rows(self, items: Sequence[OutboxItem]) -> list[OutboxRow]:
+        """Insert all items in one transaction; returns each item's row as it now stands.
+
+        A new row is built from what was written, so recording costs no extra read; only an
+        item whose idempotency key exists already is read back.
+        """
+        now = self._db.now()
         async with self._db.transaction() as tx:
             return [await self._insert(tx, item, now) for item in items]
 
-    async def _insert(self, tx: Session, item: OutboxItem, now: str) -> int:
+    async def _insert(self, tx: Session, item: OutboxItem, now: datetime) -> OutboxRow:
         op, payload = encode_delivery(item.delivery)
+        stamp = to_db_time(now)
         written = await tx.write(
             "INSERT INTO outbox (idempotency_key, op, payload, channel, account_id, chat_id,"
             " topic_id, user_id, thread_id, correlation_id, state, next_attempt_at,"
@@ -92,19 +102,27 @@ class SqliteOutboxStore(OutboxStore):
                 item.thread_id,
                 item.correlation_id,
                 OutboxState.PENDING,
-                now,
-                now,
-                now,
+                stamp,
+                stamp,
+                stamp,
             ),
         )
         if written.rowcount == 1 and written.lastrowid is not None:
-            return written.lastrowid
-        row = await tx.row(
-            "SELECT id FROM outbox WHERE idempotency_key = ?", (item.idempotency_key,)
-        )
+            return OutboxRow(
+                id=written.lastrowid,
+                item=item,
+                state=OutboxState.PENDING,
+                attempts=0,
+                next_attempt_at=now,
+                last_error=None,
+                sent_message_ids=(),
+                created_at=now,
+                updated_at=now,
+            )
+        row = await tx.row(f"{_SELECT} WHERE idempotency_key = ?", (item.idempotency_key,))
         if row is None:
             raise StoreError(f"outbox row {item.idempotency_key!r} vanished while enqueueing")
-        return Columns(row).integer("id")
+        return _outbox_row(row)
 
     @override
     async def due(self, now: datetime, limit: int = 100) -> list[OutboxRow]:

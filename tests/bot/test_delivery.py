@@ -153,3 +153,15 @@ async def test_presented_files_follow_the_text_once(tmp_path: Path) -> None:
     assert isinstance(upload, OutboundFile)
     assert upload.is_image
     assert Path(upload.path).read_bytes() == b"\x89PNG fake"
+
+
+async def test_a_rate_limited_chunk_holds_back_the_next_one(tmp_path: Path) -> None:
+    caps = ChannelCapabilities(text_limit=100)
+    channel, agent = FakeChannel(caps=caps), FakeAgent()
+    agent.reply_override = "first " + "a" * 80 + "\n\nsecond " + "b" * 80
+    channel.fail_next.append(RateLimited("429", retry_after=0.3))
+    async with running(make_settings(tmp_path), [channel], agent):
+        await channel.inject(dm("two chunks", message_id="1"))
+        await channel.wait_text("second", within=10)
+    texts = channel.texts()
+    assert [text.split()[0] for text in texts] == ["first", "second"]

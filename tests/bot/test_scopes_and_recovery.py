@@ -105,6 +105,7 @@ async def test_unfinished_turn_is_resumed_once_after_a_crash(tmp_path: Path) -> 
     async with running(settings, [channel], agent) as daemon:
         await channel.wait_text("Resuming after a restart")
         await channel.wait_text("echo: interrupted question")
+        await daemon.kernel.lanes.wait_idle()
         (entry,) = await daemon.kernel.store.inbound.find("fake", "1")
     assert entry.status is InboundStatus.HANDLED
     assert len(agent.runs) == 1
