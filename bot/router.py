@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -190,10 +191,16 @@ class Router:
             message=item.message, key=key, args=parsed.args, raw_args=parsed.raw_args,
             role=role, env=self.command_env,
         )  # fmt: skip
+        started = time.monotonic()
         reply = await self._d.commands.dispatch(parsed.name, call)
         await self._send(item, key, reply, OutboundKind.COMMAND, "command")
         await self._finish(item, f"command /{parsed.name}")
         self._d.counters.inbound(item.message.channel, "command")
+        logger.info(
+            "command /%s key=%s correlation=%s role=%s duration=%.3fs",
+            parsed.name, key.describe(), item.correlation_id, role,
+            time.monotonic() - started,
+        )  # fmt: skip
 
     async def stop_conversation(self, key: ConversationKey) -> tuple[bool, int]:
         was_running, cleared = self._d.lanes.stop(key)
