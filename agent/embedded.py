@@ -18,8 +18,7 @@ import logging
 import uuid
 from collections.abc import AsyncGenerator
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, cast
 
 import aiosqlite
 import openai
@@ -29,11 +28,13 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import MessagesState
 from langgraph.types import Command, Interrupt, StreamMode
+from typing_extensions import override
 
 from agent.graph import MODEL_NODE, REQUEST_TIMEOUT_S, AgentGraph, build_graph, chat_model
 from agent.tools import PRESENT_TOOL, build_tools
 from bot.config import Settings
 from bot.errors import AgentError
+from bot.lifecycle import StartClose
 from bot.ports import (
     AgentEvent,
     ClarificationRequest,
@@ -53,7 +54,7 @@ _EXPECTED_ERRORS = (openai.OpenAIError, GraphRecursionError)
 PART_SEPARATOR = "\n\n"
 
 
-class EmbeddedBackend:
+class EmbeddedBackend(StartClose):
     """``AgentBackend`` running the graph of ``agent.graph`` in this process."""
 
     def __init__(
@@ -80,22 +81,7 @@ class EmbeddedBackend:
             return "embedded LangGraph agent, offline echo model (no model API key configured)"
         return f"embedded LangGraph agent, model {model.name} at {model.base_url}"
 
-    async def __aenter__(self) -> Self:
-        try:
-            await self.start()
-        except BaseException:
-            await self.aclose()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
+    @override
     async def start(self) -> None:
         agent = self._settings.agent
         await asyncio.to_thread(self._state_dir.mkdir, parents=True, exist_ok=True)
@@ -114,6 +100,7 @@ class EmbeddedBackend:
         self._graph = build_graph(model, tools, agent.system_prompt, checkpointer)
         logger.info("agent backend started: %s", self.description)
 
+    @override
     async def aclose(self) -> None:
         self._graph = None
         http, self._http = self._http, None

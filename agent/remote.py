@@ -32,19 +32,20 @@ import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, cast
 
 import httpx
 import langgraph_sdk
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIStatusError
 from langgraph_sdk.schema import Command, RunCreateMetadata, StreamMode, StreamPart
+from typing_extensions import override
 
 from agent.embedded import PART_SEPARATOR, clarification_from, turn_message
 from agent.remote_events import RemoteTurn, local_files, raise_unless_success
 from bot.config import Settings
 from bot.errors import AgentError
+from bot.lifecycle import StartClose
 from bot.ports import (
     AgentEvent,
     ClarificationRequest,
@@ -63,7 +64,7 @@ _HTTP_TIMEOUT = httpx.Timeout(connect=5, read=300, write=300, pool=5)
 _CONFLICT_OR_GONE = (404, 409)
 
 
-class RemoteBackend:
+class RemoteBackend(StartClose):
     """``AgentBackend`` for a LangGraph API server at ``agent.remote.url``."""
 
     def __init__(
@@ -90,22 +91,7 @@ class RemoteBackend:
     def description(self) -> str:
         return f"remote LangGraph server at {self._url} (assistant {self._assistant_id})"
 
-    async def __aenter__(self) -> Self:
-        try:
-            await self.start()
-        except BaseException:
-            await self.aclose()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
+    @override
     async def start(self) -> None:
         """Open the HTTP client and check that the server answers and knows the assistant."""
         self._client = self._new_client()
@@ -153,6 +139,7 @@ class RemoteBackend:
                 raise
             return False
 
+    @override
     async def aclose(self) -> None:
         client, self._client = self._client, None
         pending = list(self._stopping)

@@ -11,7 +11,7 @@ the daemon's own HTTP server and ``/readyz``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,12 +27,8 @@ from bot.http import RouteTable
 from bot.kernel import Kernel
 from bot.ports import (
     AgentBackend,
-    AgentEvent,
     Channel,
     ChannelContext,
-    ClarificationRequest,
-    FinalAnswer,
-    Turn,
 )
 from channels.slack import SLACK_CAPABILITIES, SlackChannel
 from tests.bot.harness import make_settings, running
@@ -198,46 +194,6 @@ async def eventually(check: Callable[[], Awaitable[bool]], within: float = WAIT_
     async with asyncio.timeout(within):
         while not await check():  # noqa: ASYNC110 - hub states and the outbox raise no event
             await asyncio.sleep(0.02)
-
-
-# --------------------------------------------------------------------------- agents
-
-
-class ScriptedAgent:
-    """An agent whose events the test feeds one by one (streaming at the test's pace)."""
-
-    def __init__(self) -> None:
-        self.events: asyncio.Queue[AgentEvent] = asyncio.Queue()
-        self.turns: list[Turn] = []
-        self._count = 0
-
-    @property
-    def description(self) -> str:
-        return "scripted agent"
-
-    async def start(self) -> None:
-        """Nothing to open."""
-
-    async def aclose(self) -> None:
-        """Nothing to close."""
-
-    async def create_thread(self) -> str:
-        self._count += 1
-        return f"s{self._count}"
-
-    async def cancel(self, thread_id: str) -> None:
-        """Runs end when the test feeds a final."""
-
-    def feed(self, event: AgentEvent) -> None:
-        self.events.put_nowait(event)
-
-    async def run(self, thread_id: str, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
-        self.turns.append(turn)
-        while True:
-            event = await self.events.get()
-            yield event
-            if isinstance(event, FinalAnswer | ClarificationRequest):
-                return
 
 
 # --------------------------------------------------------------------------- fake helpers

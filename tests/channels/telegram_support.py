@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,11 +28,7 @@ from bot.http import RouteTable
 from bot.kernel import Kernel
 from bot.ports import (
     AgentBackend,
-    AgentEvent,
     ChannelContext,
-    ClarificationRequest,
-    FinalAnswer,
-    Turn,
 )
 from channels.telegram import TELEGRAM_CAPABILITIES, TelegramChannel
 from tests.bot.harness import make_settings, running
@@ -165,46 +161,6 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-# --------------------------------------------------------------------------- agents
-
-
-class ScriptedAgent:
-    """An agent whose events the test feeds one by one (streaming at the test's pace)."""
-
-    def __init__(self) -> None:
-        self.events: asyncio.Queue[AgentEvent] = asyncio.Queue()
-        self.turns: list[Turn] = []
-        self._count = 0
-
-    @property
-    def description(self) -> str:
-        return "scripted agent"
-
-    async def start(self) -> None:
-        """Nothing to open."""
-
-    async def aclose(self) -> None:
-        """Nothing to close."""
-
-    async def create_thread(self) -> str:
-        self._count += 1
-        return f"s{self._count}"
-
-    async def cancel(self, thread_id: str) -> None:
-        """Runs end when the test feeds a final."""
-
-    def feed(self, event: AgentEvent) -> None:
-        self.events.put_nowait(event)
-
-    async def run(self, thread_id: str, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
-        self.turns.append(turn)
-        while True:
-            event = await self.events.get()
-            yield event
-            if isinstance(event, FinalAnswer | ClarificationRequest):
-                return
 
 
 # --------------------------------------------------------------------------- fake helpers

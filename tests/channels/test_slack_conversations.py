@@ -15,7 +15,6 @@ from bot.ports import FinalAnswer, PresentedFile, TextDelta
 from channels.slack.outbound import REACTIONS
 from tests.channels.slack_support import (
     BOT,
-    ScriptedAgent,
     markdown_of,
     mention,
     slack_daemon,
@@ -24,6 +23,7 @@ from tests.channels.slack_support import (
     wait_text,
 )
 from tests.fakes.agent import FakeAgent
+from tests.fakes.scripted_agent import ScriptedAgent
 from tests.fakes.slack_api import FakeSlack
 
 CHANNEL = "C0001"

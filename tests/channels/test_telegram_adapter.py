@@ -10,7 +10,6 @@ from typing import Any
 
 from bot.ports import FinalAnswer, TextDelta
 from tests.channels.telegram_support import (
-    ScriptedAgent,
     mention,
     telegram_daemon,
     telegram_settings,
@@ -18,6 +17,7 @@ from tests.channels.telegram_support import (
     wait_text,
 )
 from tests.fakes.agent import FakeAgent
+from tests.fakes.scripted_agent import ScriptedAgent
 from tests.fakes.telegram_api import FakeTelegram
 
 GROUP = -1001234

@@ -10,7 +10,6 @@ from bot.ports import FinalAnswer, PresentedFile, TextDelta
 from bot.records import OutboxState
 from bot.workspace import ThreadWorkspace
 from tests.channels.telegram_support import (
-    ScriptedAgent,
     telegram_daemon,
     telegram_settings,
     text_calls,
@@ -18,6 +17,7 @@ from tests.channels.telegram_support import (
     wait_text,
 )
 from tests.fakes.agent import FakeAgent
+from tests.fakes.scripted_agent import ScriptedAgent
 from tests.fakes.telegram.media import TINY_PNG
 from tests.fakes.telegram_api import FakeTelegram
 
