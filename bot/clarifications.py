@@ -31,6 +31,7 @@ from bot.replies import ReplyContext
 logger = logging.getLogger(__name__)
 
 BUTTON_PREFIX = "c"
+NONE_PENDING_MEMORY = 10_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +69,16 @@ class Clarifications:
         self._store = store
         self._ttl_s = ttl_s
         self._clock = clock
+        self._none_pending: dict[tuple[str, str, str, str], None] = {}
+        self._asks = 0
+        """Askers known to have no pending question. Questions are only added by this
+        process (which forgets the asker then); answers and expiry only remove them. So
+        most messages skip the store lookup."""
+
+    def _remember_none_pending(self, asker: tuple[str, str, str, str]) -> None:
+        self._none_pending[asker] = None
+        if len(self._none_pending) > NONE_PENDING_MEMORY:
+            del self._none_pending[next(iter(self._none_pending))]
 
     async def ask(
         self,
@@ -91,7 +102,10 @@ class Clarifications:
             created_at=now,
             expires_at=now + timedelta(seconds=self._ttl_s()),
         )
+        self._asks += 1
         await self._store.clarifications.add(clarification)
+        key = ctx.key
+        self._none_pending.pop((key.channel, key.account_id, key.chat_id, asked_user_id), None)
         buttons = tuple(
             Button(label=option, payload=button_payload(clarification.id, index))
             for index, option in enumerate(request.options)
@@ -140,10 +154,14 @@ class Clarifications:
             )
             if found is not None:
                 return found, _option_or_text(found, message.text)
-        pending = await store.pending_for_user(
-            message.channel, message.account_id, message.chat_id, message.sender.id, self._clock()
-        )
+        asker = (message.channel, message.account_id, message.chat_id, message.sender.id)
+        if asker in self._none_pending:
+            return None
+        asks_before = self._asks
+        pending = await store.pending_for_user(*asker, self._clock())
         if not pending:
+            if self._asks == asks_before:  # no question was asked while we looked
+                self._remember_none_pending(asker)
             return None
         return pending[0], _option_or_text(pending[0], message.text)
 

@@ -317,7 +317,9 @@ class ConversationStore(Protocol):
         """End the key's current thread (kept for history) and start ``thread_id``."""
         ...
 
-    async def touch(self, key: ConversationKey) -> None: ...
+    async def touch(self, key: ConversationKey) -> Conversation | None:
+        """Mark the key's active conversation as used now and return it (``None``: none)."""
+        ...
 
     async def topic_known(self, key: ConversationKey) -> bool:
         """Whether the bot has ever taken part in this conversation (any thread)."""

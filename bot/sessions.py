@@ -65,9 +65,8 @@ class Sessions:
     async def ensure_thread(self, key: ConversationKey) -> Conversation:
         """The key's active thread, created on first use. Safe under concurrency: the store
         keeps exactly one active thread per key and ``bind`` returns the winner."""
-        current = await self._store.conversations.active(key)
+        current = await self._store.conversations.touch(key)
         if current is not None:
-            await self._store.conversations.touch(key)
             return current
         thread_id = await self._agent.create_thread()
         return await self._store.conversations.bind(key, thread_id)

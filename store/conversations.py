@@ -84,12 +84,13 @@ class SqliteConversationStore(ConversationStore):
         return _conversation(row)
 
     @override
-    async def touch(self, key: ConversationKey) -> None:
-        await self._db.write(
+    async def touch(self, key: ConversationKey) -> Conversation | None:
+        row = await self._db.row(
             "UPDATE conversations SET updated_at = ? WHERE channel = ? AND account_id = ?"
-            " AND chat_id = ? AND topic_id = ? AND user_id = ? AND ended_at IS NULL",
+            " AND chat_id = ? AND topic_id = ? AND user_id = ? AND ended_at IS NULL RETURNING *",
             (to_db_time(self._db.now()), *key_values(key)),
         )
+        return None if row is None else _conversation(row)
 
     @override
     async def topic_known(self, key: ConversationKey) -> bool:

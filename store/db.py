@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 SqlValue = str | int | float | bytes | None
 Params = tuple[SqlValue, ...]
 Clock = Callable[[], datetime]
+_ONE_TRIP = frozenset({"INSERT", "UPDATE"})
+_NO_RESULT = frozenset({"BEGIN ", "COMMIT"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,7 +61,25 @@ class Session:
         return found[0] if found else None
 
     async def write(self, sql: str, params: Params = ()) -> Written:
+        """Run one data-changing statement.
+
+        INSERT and UPDATE take one trip to the connection's thread: the rowid comes back
+        with the statement, the row count from the connection's change counter (the lock
+        keeps other statements out, and these tables have no triggers). Other statements
+        (DELETE with its cascades) read the counts from their cursor; BEGIN and COMMIT
+        have none to read.
+        """
         try:
+            verb = sql.lstrip()[:6].upper()
+            if verb in _NO_RESULT:
+                await self._conn.execute_fetchall(sql, params)
+                return Written(rowcount=0, lastrowid=None)
+            if verb in _ONE_TRIP:
+                before = self._conn.total_changes
+                last = await self._conn.execute_insert(sql, params)
+                changed = self._conn.total_changes - before
+                rowid = int(last[0]) if last is not None and changed else None
+                return Written(rowcount=changed, lastrowid=rowid)
             async with self._conn.execute(sql, params) as cursor:
                 return Written(rowcount=cursor.rowcount, lastrowid=cursor.lastrowid)
         except sqlite3.Error as exc:

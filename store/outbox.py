@@ -83,6 +83,9 @@ class SqliteOutboxStore(OutboxStore):
         item whose idempotency key exists already is read back.
         """
         now = self._db.now()
+        if len(items) == 1:  # one INSERT is atomic on its own: spare the BEGIN and COMMIT
+            async with self._db.session() as session:
+                return [await self._insert(session, items[0], now)]
         async with self._db.transaction() as tx:
             return [await self._insert(tx, item, now) for item in items]
 
