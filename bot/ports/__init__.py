@@ -1,0 +1,74 @@
+"""The protocols the edges implement: Channel, AgentBackend and Store (SPEC §1).
+
+The kernel depends only on these; ``bot/registry.py`` loads the configured implementations.
+
+Split by concern into ``bot/ports/{channel,agent,store}.py``; import from here.
+"""
+
+from __future__ import annotations
+
+from bot.ports.agent import (
+    AgentBackend,
+    AgentEvent,
+    ClarificationRequest,
+    FinalAnswer,
+    PresentedFile,
+    SavedUpload,
+    TextDelta,
+    ToolActivity,
+    Turn,
+)
+from bot.ports.channel import (
+    Admission,
+    BotIdentity,
+    Channel,
+    ChannelCapabilities,
+    ChannelContext,
+    ChannelHealth,
+    Publish,
+    TextUnit,
+    WebhookHandler,
+    WebhookRoutes,
+)
+from bot.ports.store import (
+    AccessStore,
+    AuditLog,
+    ClarificationStore,
+    ConversationStore,
+    InboundJournal,
+    LinkStore,
+    OutboxStore,
+    SettingsStore,
+    Store,
+)
+
+__all__ = [
+    "AccessStore",
+    "Admission",
+    "AgentBackend",
+    "AgentEvent",
+    "AuditLog",
+    "BotIdentity",
+    "Channel",
+    "ChannelCapabilities",
+    "ChannelContext",
+    "ChannelHealth",
+    "ClarificationRequest",
+    "ClarificationStore",
+    "ConversationStore",
+    "FinalAnswer",
+    "InboundJournal",
+    "LinkStore",
+    "OutboxStore",
+    "PresentedFile",
+    "Publish",
+    "SavedUpload",
+    "SettingsStore",
+    "Store",
+    "TextDelta",
+    "TextUnit",
+    "ToolActivity",
+    "Turn",
+    "WebhookHandler",
+    "WebhookRoutes",
+]

@@ -1,0 +1,96 @@
+"""The AgentBackend port and the events a run yields (SPEC §6)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from bot.messages import (
+    Sender,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SavedUpload:
+    """An inbound attachment saved into the thread's ``uploads/``."""
+
+    name: str
+    path: Path
+    mime: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Turn:
+    """One unit of work for the agent: user text, or the answer to its pending question."""
+
+    text: str
+    sender: Sender
+    uploads: tuple[SavedUpload, ...] = ()
+    notes: tuple[str, ...] = ()
+    resume_answer: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolActivity:
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClarificationRequest:
+    """The agent paused to ask the user; the run ends after this event."""
+
+    question: str
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PresentedFile:
+    path: Path
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FinalAnswer:
+    text: str
+    files: tuple[PresentedFile, ...] = ()
+
+
+AgentEvent = TextDelta | ToolActivity | ClarificationRequest | FinalAnswer
+
+
+class AgentBackend(Protocol):
+    """An agent that keeps history per thread (SPEC §6). Failures raise ``AgentError``.
+
+    Implementations are constructed as ``Backend(settings: bot.config.Settings)`` by the
+    registry (no I/O in ``__init__``), then ``start()``-ed. ``run`` yields events and ends
+    after a ``FinalAnswer`` or a ``ClarificationRequest``; the next ``run`` with
+    ``Turn.resume_answer`` set continues a paused run.
+    """
+
+    @property
+    def description(self) -> str:
+        """One line for startup logs and ``/admin status`` (says so when offline)."""
+        ...
+
+    async def start(self) -> None:
+        """Open what the backend needs (checkpointer, HTTP client); called once."""
+        ...
+
+    async def create_thread(self) -> str: ...
+
+    def run(self, thread_id: str, turn: Turn) -> AsyncGenerator[AgentEvent, None]: ...
+
+    async def cancel(self, thread_id: str) -> None:
+        """Stop the thread's run where it executes (a remote server); local runs are
+        cancelled by cancelling the task that iterates ``run``."""
+        ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,163 @@
+"""The Channel port: what a platform adapter implements and what it is given."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+from aiohttp import web
+
+from bot.messages import (
+    Attachment,
+    Destination,
+    InboundMessage,
+    OutboundFile,
+    OutboundText,
+    Reaction,
+    ReactionMark,
+    SentRef,
+    TextEdit,
+)
+
+
+class Admission(StrEnum):
+    """What ``publish`` tells an adapter: ack only on ``accepted`` or ``duplicate``."""
+
+    ACCEPTED = "accepted"
+    DUPLICATE = "duplicate"
+    QUEUE_FULL = "queue_full"
+    CLOSED = "closed"
+
+    @property
+    def ack(self) -> bool:
+        """Whether the platform event may be acknowledged (it is durably recorded)."""
+        return self in (Admission.ACCEPTED, Admission.DUPLICATE)
+
+
+Publish = Callable[[InboundMessage], Awaitable[Admission]]
+
+WebhookHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class WebhookRoutes(Protocol):
+    """Where a channel in webhook mode mounts its receiver (the daemon's HTTP server)."""
+
+    def add_post(self, path: str, handler: WebhookHandler) -> None: ...
+
+
+class ChannelHealth(Protocol):
+    """How a running adapter reports its connection (SPEC §12); feeds ``/readyz``."""
+
+    def connected(self) -> None: ...
+
+    def disconnected(self, reason: str) -> None:
+        """Lost the connection; the adapter (or its SDK) is reconnecting."""
+        ...
+
+    def auth_failed(self, reason: str) -> None:
+        """Credentials were refused while running; the channel is parked."""
+        ...
+
+    def activity(self) -> None:
+        """Anything arrived from the platform (an event, a ping): the link is alive."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelContext:
+    """What the daemon gives every adapter besides its settings.
+
+    Adapters are constructed as ``Adapter(settings: bot.config.Settings, context)`` by the
+    registry, without I/O; ``start`` connects.
+    """
+
+    routes: WebhookRoutes
+    state_dir: Path
+    health: ChannelHealth
+
+
+class TextUnit(StrEnum):
+    """The unit a platform counts its text limit in."""
+
+    CHARS = "chars"
+    UTF16 = "utf16"
+    UTF8_BYTES = "utf8_bytes"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelCapabilities:
+    """What a platform can do; the delivery code adapts to these, never to a platform name."""
+
+    text_limit: int
+    text_unit: TextUnit = TextUnit.CHARS
+    edits: bool = False
+    buttons: bool = False
+    threads: bool = False
+    reactions: frozenset[Reaction] = frozenset()
+    """The reactions this platform shows; the kernel records no others."""
+    typing: bool = False
+    max_file_bytes: int = 20 * 1024 * 1024
+    max_image_bytes: int = 10 * 1024 * 1024
+    progress_interval_dm_s: float = 1.0
+    progress_interval_group_s: float = 3.0
+    per_chat_interval_s: float = 0.0
+    global_rate_per_s: float = 0.0
+    stale_after_s: float | None = None
+    """Reconnect when nothing (not even a ping) arrived for this long; ``None`` disables."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BotIdentity:
+    """How the bot is named on its platform; used to strip ``/cmd@botname`` suffixes."""
+
+    user_id: str = ""
+    usernames: frozenset[str] = field(default_factory=frozenset)
+
+
+class Channel(Protocol):
+    """One platform adapter (SPEC §14). Sends raise ``bot.errors.SendError`` subclasses."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> ChannelCapabilities: ...
+
+    @property
+    def identity(self) -> BotIdentity: ...
+
+    async def start(self, publish: Publish) -> None:
+        """Connect and begin delivering inbound messages to ``publish``; return once started.
+
+        Raises ``bot.errors.AuthFailed`` for refused credentials and ``ChannelError`` for
+        anything else that prevents starting.
+        """
+        ...
+
+    async def stop_intake(self) -> None:
+        """Stop taking new platform events; sending keeps working (graceful drain)."""
+        ...
+
+    async def wait_finished(self) -> None:
+        """Return when the channel's input ends by itself (console EOF); platform channels
+        never finish on their own."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+    async def send_text(self, message: OutboundText) -> SentRef: ...
+
+    async def edit_text(self, edit: TextEdit) -> None: ...
+
+    async def send_file(self, file: OutboundFile) -> SentRef: ...
+
+    async def react(self, mark: ReactionMark) -> None: ...
+
+    async def show_typing(self, destination: Destination) -> None: ...
+
+    async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
+        """Fetch an inbound attachment; raises ``DownloadError`` past ``max_bytes``."""
+        ...
