@@ -214,7 +214,7 @@ class Daemon:
     async def _shutdown(
         self,
         kernel: Kernel,
-        starts: list[asyncio.Task[None]],
+        helpers: list[asyncio.Task[None]],
         background: list[asyncio.Task[None]],
         *,
         drain_bus: bool,
@@ -222,9 +222,9 @@ class Daemon:
         grace = self.settings.daemon.shutdown_grace_s
         logger.info("stopping (grace %.0fs)", grace)
         self.notifier.stopping(f"stopping: draining turns for up to {grace:.0f}s")
-        for task in starts:
+        for task in helpers:
             task.cancel()
-        await asyncio.gather(*starts, return_exceptions=True)
+        await asyncio.gather(*helpers, return_exceptions=True)
         if self.fleet is not None:
             await self.fleet.stop()
         await _step("stop intake", kernel.stop_intake())
