@@ -25,7 +25,7 @@ from bot.messages import (
 )
 from bot.ports import ChannelCapabilities, ClarificationRequest, Store
 from bot.progress import OutboxSend
-from bot.records import Clarification, OutboxItem
+from bot.records import Clarification, ClarificationState, OutboxItem
 from bot.replies import ReplyContext
 
 logger = logging.getLogger(__name__)
@@ -152,8 +152,10 @@ class Clarifications:
             found = await store.by_question_message(
                 message.channel, message.account_id, message.chat_id, message.reply_to_message_id
             )
-            if found is not None:
+            if found is not None and found.state is ClarificationState.PENDING:
                 return found, _option_or_text(found, message.text)
+            # A reply to an answered, expired or cancelled question may still answer a
+            # pending one.
         asker = (message.channel, message.account_id, message.chat_id, message.sender.id)
         if asker in self._none_pending:
             return None

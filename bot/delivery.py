@@ -33,7 +33,7 @@ from bot.messages import (
 from bot.observe import Counters
 from bot.ports import Channel, Store
 from bot.ratelimit import DestinationKey, RateLimiter
-from bot.records import ATTEMPT_SENT, MessageLink, OutboxItem, OutboxRow, OutboxState
+from bot.records import OutboxItem, OutboxRow, OutboxState
 
 logger = logging.getLogger(__name__)
 
@@ -261,8 +261,6 @@ class Outbox:
         except SendError as exc:
             return await self._failed(row, exc)
         await self._store.outbox.mark_sent(row.id, ref.message_ids)
-        await self._store.outbox.record_attempt(row.id, ATTEMPT_SENT, " ".join(ref.message_ids))
-        await self._link(row.item, ref)
         self._resolve(row.id, ref)
         return True
 
@@ -313,14 +311,6 @@ class Outbox:
         future = self._waiters.get(row_id)
         if future is not None and not future.done():
             future.set_result(ref)
-
-    async def _link(self, item: OutboxItem, ref: SentRef) -> None:
-        """Record every message the bot sent so replies to it find their thread (SPEC §4)."""
-        if item.thread_id is None or isinstance(item.delivery, ReactionMark):
-            return
-        link = MessageLink(key=item.key, thread_id=item.thread_id)
-        for message_id in ref.message_ids:
-            await self._store.links.add(item.delivery.destination, message_id, link)
 
 
 def _kind_of(delivery: Delivery) -> OutboundKind | None:

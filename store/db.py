@@ -65,7 +65,8 @@ class Session:
 
         INSERT and UPDATE take one trip to the connection's thread: the rowid comes back
         with the statement, the row count from the connection's change counter (the lock
-        keeps other statements out, and these tables have no triggers). Other statements
+        keeps other statements out; the one trigger, on marking an outbox row sent, adds its
+        rows to that count, which nobody reads). Other statements
         (DELETE with its cascades) read the counts from their cursor; BEGIN and COMMIT
         have none to read.
         """
