@@ -99,6 +99,8 @@ class Daemon:
             routes = self._routes = RouteTable()
             hub = ChannelHub(store.settings)
             self._factories = self._channel_factories(routes, hub)
+            if not self._factories:
+                logger.warning("no channel is enabled: nothing will be received (see channels.*)")
             channels = [build() for build in self._factories.values()]
             kernel = build_kernel(self._current, store, agent, hub, channels)
             self.kernel = kernel
