@@ -21,6 +21,8 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from tests.fakes.loop_thread import LoopThread
+
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "invalid_request_error",
@@ -105,8 +107,7 @@ class FakeOpenAIServer:
         self._received: list[ReceivedRequest] = []
         self._lock = threading.Condition()
         self._ids = itertools.count(1)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._thread = LoopThread("fake-openai")
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
         self._port = 0
@@ -126,21 +127,10 @@ class FakeOpenAIServer:
         self.stop()
 
     def start(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=loop.run_forever, name="fake-openai", daemon=True)
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._astart(), loop).result(timeout=10)
+        self._thread.start(self._astart)
 
     def stop(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        asyncio.run_coroutine_threadsafe(self._astop(), loop).result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        loop.close()
-        self._loop = self._thread = None
+        self._thread.stop(self._astop)
 
     async def _astart(self) -> None:
         self._stopping = asyncio.Event()

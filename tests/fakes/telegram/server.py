@@ -20,6 +20,7 @@ from typing import Any, Self
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.loop_thread import LoopThread
 from tests.fakes.telegram.errors import ApiError, bad_request
 from tests.fakes.telegram.methods import ApiRequest, BotApi, canonical_method
 from tests.fakes.telegram.recording import Call, CallLog, Injections
@@ -53,8 +54,7 @@ class FakeTelegramServer:
         self._injections = Injections()
         self._token_valid = True
         self._poll_seq = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._thread = LoopThread("fake-telegram")
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self._worker: asyncio.Task[None] | None = None
@@ -77,22 +77,11 @@ class FakeTelegramServer:
         self.stop()
 
     def start(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=loop.run_forever, name="fake-telegram", daemon=True)
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._astart(), loop).result(timeout=10)
+        self._thread.start(self._astart)
 
     def stop(self) -> None:
         """Answers pending long polls at once, then shuts the server and its thread down."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        asyncio.run_coroutine_threadsafe(self._astop(), loop).result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        loop.close()
-        self._loop = self._thread = None
+        self._thread.stop(self._astop)
 
     async def _astart(self) -> None:
         self._stopping, self._changed = asyncio.Event(), asyncio.Event()
@@ -143,7 +132,7 @@ class FakeTelegramServer:
 
     def _poke(self) -> None:
         """Thread-safe: tell the server loop that the world changed."""
-        loop = self._loop
+        loop = self._thread.loop
         if loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop already closed
                 loop.call_soon_threadsafe(self._wake)
@@ -278,8 +267,8 @@ class FakeTelegramServer:
         return await self._post_webhook(hook.url, body, secret)
 
     def _run(self, coro: Any) -> Any:
-        assert self._loop is not None, "FakeTelegram is not running"
-        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+        assert self._thread.loop is not None, "FakeTelegram is not running"
+        return asyncio.run_coroutine_threadsafe(coro, self._thread.loop)
 
 
 def _ok(result: object) -> web.Response:
