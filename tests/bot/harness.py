@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 from bot.app import Daemon, DaemonOptions, Overrides
 from bot.config import Settings
@@ -48,12 +50,8 @@ class Running:
 
 
 @asynccontextmanager
-async def running(
-    settings: Settings, channels: Sequence[Channel], agent: AgentBackend
-) -> AsyncIterator[Running]:
-    daemon = Daemon(
-        settings, DaemonOptions(overrides=Overrides(channels=list(channels), agent=agent))
-    )
+async def started(daemon: Daemon) -> AsyncIterator[Running]:
+    """Run ``daemon`` until the block ends; fail fast if it exits before it is ready."""
     task = asyncio.create_task(daemon.run(), name="test-daemon")
     ready = asyncio.create_task(daemon.ready.wait())
     async with asyncio.timeout(10):
@@ -67,3 +65,39 @@ async def running(
     finally:
         if not task.done():
             assert await handle.stop() == EXIT_OK
+
+
+@asynccontextmanager
+async def running(
+    settings: Settings, channels: Sequence[Channel], agent: AgentBackend
+) -> AsyncIterator[Running]:
+    """The daemon with injected channels and agent (the pipeline's core tests)."""
+    overrides = Overrides(channels=list(channels), agent=agent)
+    async with started(Daemon(settings, DaemonOptions(overrides=overrides))) as handle:
+        yield handle
+
+
+@asynccontextmanager
+async def registry_daemon(
+    settings: Settings, agent: AgentBackend, *, config_path: Path | None = None
+) -> AsyncIterator[Daemon]:
+    """The daemon as ``switchboard run`` builds it (channels from the registry), with only
+    the agent replaced."""
+    options = DaemonOptions(config_path=config_path, overrides=Overrides(agent=agent))
+    async with started(Daemon(settings, options)) as handle:
+        yield handle.daemon
+
+
+async def http_get(daemon: Daemon, path: str) -> tuple[int, str]:
+    """GET from the daemon's own HTTP server."""
+    assert daemon.http is not None
+    url = f"http://127.0.0.1:{daemon.http.port}{path}"
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status, await response.text()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], within: float = 5.0) -> None:
+    """Wait for state that raises no event (readiness), re-checking every few milliseconds."""
+    async with asyncio.timeout(within):
+        while not await check():  # noqa: ASYNC110 - hub states and the outbox raise no event
+            await asyncio.sleep(0.02)

@@ -4,22 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.bot.harness import Running, make_settings, running
+from tests.bot.harness import Running, http_get, make_settings, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel, dm
 
 
-def _url(daemon: Running, path: str) -> str:
-    assert daemon.daemon.http is not None
-    return f"http://127.0.0.1:{daemon.daemon.http.port}{path}"
-
-
 async def _get(daemon: Running, path: str) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as session, session.get(_url(daemon, path)) as response:
-        return response.status, await response.text()
+    return await http_get(daemon.daemon, path)
 
 
 async def test_readyz_follows_channel_health(tmp_path: Path) -> None:

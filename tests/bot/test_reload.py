@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from bot.app import Daemon, DaemonOptions, Overrides
+from bot.app import Daemon
 from bot.configfile import load_settings
-from bot.exit_codes import EXIT_OK
+from tests.bot.harness import registry_daemon
 from tests.fakes.agent import FakeAgent
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
@@ -43,19 +41,8 @@ def _config(
     }
 
 
-@asynccontextmanager
-async def _daemon(path: Path) -> AsyncIterator[Daemon]:
-    options = DaemonOptions(config_path=path, overrides=Overrides(agent=FakeAgent()))
-    daemon = Daemon(load_settings(path, {}), options)
-    task = asyncio.create_task(daemon.run(), name="test-daemon")
-    async with asyncio.timeout(15):
-        await daemon.ready.wait()
-    try:
-        yield daemon
-    finally:
-        daemon.request_stop()
-        async with asyncio.timeout(15):
-            assert await task == EXIT_OK
+def _daemon(path: Path) -> AbstractAsyncContextManager[Daemon]:
+    return registry_daemon(load_settings(path, {}), FakeAgent(), config_path=path)
 
 
 async def _reload(daemon: Daemon) -> str:

@@ -11,18 +11,15 @@ the daemon's own HTTP server and ``/readyz``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
-from bot.app import Daemon, DaemonOptions, Overrides
 from bot.config import Settings
-from bot.exit_codes import EXIT_OK
 from bot.http import RouteTable
 from bot.kernel import Kernel
 from bot.ports import (
@@ -161,39 +158,6 @@ async def slack_daemon(
         if wait_connected:
             await health.wait_for("connected")
         yield SlackRun(handle.kernel, channel, health, fake, events_url)
-
-
-@asynccontextmanager
-async def registry_daemon(settings: Settings, agent: AgentBackend) -> AsyncIterator[Daemon]:
-    """The daemon as ``switchboard run`` builds it, with only the agent replaced."""
-    daemon = Daemon(settings, DaemonOptions(overrides=Overrides(agent=agent)))
-    task = asyncio.create_task(daemon.run(), name="test-daemon")
-    ready = asyncio.create_task(daemon.ready.wait())
-    async with asyncio.timeout(10):
-        await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
-    if task.done():
-        ready.cancel()
-        raise AssertionError(f"daemon exited early with {task.result()}")
-    try:
-        yield daemon
-    finally:
-        daemon.request_stop()
-        async with asyncio.timeout(10):
-            assert await task == EXIT_OK
-
-
-async def http_get(daemon: Daemon, path: str) -> tuple[int, str]:
-    assert daemon.http is not None
-    url = f"http://127.0.0.1:{daemon.http.port}{path}"
-    async with aiohttp.ClientSession() as session, session.get(url) as response:
-        return response.status, await response.text()
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], within: float = WAIT_S) -> None:
-    """Wait for state that raises no event (readiness), re-checking every few milliseconds."""
-    async with asyncio.timeout(within):
-        while not await check():  # noqa: ASYNC110 - hub states and the outbox raise no event
-            await asyncio.sleep(0.02)
 
 
 # --------------------------------------------------------------------------- fake helpers

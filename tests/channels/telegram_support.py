@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
-from bot.app import Daemon, DaemonOptions, Overrides
+from bot.app import Daemon
 from bot.config import Settings
-from bot.exit_codes import EXIT_OK
 from bot.http import RouteTable
 from bot.kernel import Kernel
 from bot.ports import (
@@ -31,7 +28,7 @@ from bot.ports import (
     ChannelContext,
 )
 from channels.telegram import TELEGRAM_CAPABILITIES, TelegramChannel
-from tests.bot.harness import make_settings, running
+from tests.bot.harness import eventually, make_settings, running
 from tests.fakes.telegram_api import Call, FakeTelegram
 
 FAST_CAPS = replace(
@@ -120,39 +117,6 @@ async def telegram_daemon(
     async with running(settings, [channel], agent) as handle:
         await health.wait_for("connected")
         yield TelegramRun(handle.kernel, channel, health, handle.daemon)
-
-
-@asynccontextmanager
-async def registry_daemon(settings: Settings, agent: AgentBackend) -> AsyncIterator[Daemon]:
-    """The daemon as ``switchboard run`` builds it, with only the agent replaced."""
-    daemon = Daemon(settings, DaemonOptions(overrides=Overrides(agent=agent)))
-    task = asyncio.create_task(daemon.run(), name="test-daemon")
-    ready = asyncio.create_task(daemon.ready.wait())
-    async with asyncio.timeout(10):
-        await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
-    if task.done():
-        ready.cancel()
-        raise AssertionError(f"daemon exited early with {task.result()}")
-    try:
-        yield daemon
-    finally:
-        daemon.request_stop()
-        async with asyncio.timeout(10):
-            assert await task == EXIT_OK
-
-
-async def http_get(daemon: Daemon, path: str) -> tuple[int, str]:
-    assert daemon.http is not None
-    url = f"http://127.0.0.1:{daemon.http.port}{path}"
-    async with aiohttp.ClientSession() as session, session.get(url) as response:
-        return response.status, await response.text()
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], within: float = WAIT_S) -> None:
-    """Wait for state that raises no event (readiness), re-checking every few milliseconds."""
-    async with asyncio.timeout(within):
-        while not await check():  # noqa: ASYNC110 - no event exists to wait on
-            await asyncio.sleep(0.02)
 
 
 def free_port() -> int:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.records import OutboxState
-from tests.channels.slack_support import eventually, slack_daemon, slack_settings, wait_text
+from tests.bot.harness import eventually
+from tests.channels.slack_support import slack_daemon, slack_settings, wait_text
 from tests.fakes.agent import FakeAgent
 from tests.fakes.slack_api import FakeSlack
 

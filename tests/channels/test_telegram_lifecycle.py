@@ -11,12 +11,10 @@ from bot.errors import AuthFailed, ChannelError
 from bot.http import RouteTable
 from bot.ports import ChannelContext
 from channels.telegram import TelegramChannel
+from tests.bot.harness import eventually, http_get, registry_daemon
 from tests.channels.telegram_support import (
     HealthLog,
-    eventually,
     free_port,
-    http_get,
-    registry_daemon,
     telegram_daemon,
     telegram_settings,
     wait_text,
