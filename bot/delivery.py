@@ -75,7 +75,8 @@ class Outbox:
         self._waiting: dict[DestinationKey, list[OutboxRow]] = {}
         self._claimed: set[int] = set()
         """Rows being sent or waiting for their chat: a poll that sees them leaves them be."""
-        self._finished: deque[int] = deque(maxlen=FINISHED_MEMORY)
+        self._finished: set[int] = set()
+        self._finished_order: deque[int] = deque()
         """Rows this process finished recently, so a copy still in a queue is not resent."""
         self._poll = True
         self._repoll = False
@@ -144,7 +145,7 @@ class Outbox:
             if next_due is not None and next_due > self._clock():
                 self._schedule(next_due)  # rows left waiting, also by an earlier process
         groups: dict[DestinationKey, list[OutboxRow]] = {}
-        for row_id in sorted(set(rows) - self._claimed - set(self._finished)):
+        for row_id in sorted(rows.keys() - self._claimed - self._finished):
             row = rows[row_id]
             groups.setdefault(destination_key(row.item.delivery), []).append(row)
         for key, group in groups.items():
@@ -230,11 +231,17 @@ class Outbox:
                     finished = await self._failed(row, TransientSendError("unexpected error"))
                 self._claimed.discard(row.id)
                 if finished:
-                    self._finished.append(row.id)
+                    self._remember_finished(row.id)
                 else:
                     return
         finally:
             self._claimed.difference_update(row.id for row in rows)
+
+    def _remember_finished(self, row_id: int) -> None:
+        self._finished.add(row_id)
+        self._finished_order.append(row_id)
+        if len(self._finished_order) > FINISHED_MEMORY:
+            self._finished.discard(self._finished_order.popleft())
 
     # ------------------------------------------------------------------ one attempt
 

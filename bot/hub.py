@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 
-from bot.ports import Channel, SettingsStore
+from bot.ports import Channel, ChannelCapabilities, SettingsStore
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,10 @@ class ChannelHub:
         if reporter is None:
             reporter = self._reporters[name] = HealthReporter(self, name)
         return reporter
+
+    def capabilities_of(self, name: str) -> ChannelCapabilities | None:
+        channel = self._channels.get(name)
+        return channel.capabilities if channel is not None else None
 
     def get(self, name: str) -> Channel | None:
         return self._channels.get(name)

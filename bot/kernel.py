@@ -19,7 +19,7 @@ from bot.intake import Intake
 from bot.lanes import Lanes
 from bot.maintenance import Housekeeping
 from bot.observe import Counters
-from bot.ports import AgentBackend, Channel, ChannelCapabilities, Store
+from bot.ports import AgentBackend, Channel, Store
 from bot.ratelimit import RateLimiter
 from bot.recovery import notice_sender, recover
 from bot.router import Router, RouterDeps
@@ -54,10 +54,6 @@ class Kernel:
         self.hub.replace(channel)
         _pace(self.limiter, channel)
 
-    def caps_of(self, channel: str) -> ChannelCapabilities | None:
-        found = self.hub.get(channel)
-        return found.capabilities if found is not None else None
-
     def command_env_reload(self, reload: ReloadFn) -> None:
         self.router.command_env = CommandEnv(
             settings=self.settings,
@@ -74,7 +70,7 @@ class Kernel:
     async def prepare(self) -> None:
         """Restore persisted state and requeue unfinished work before intake opens."""
         await self.hub.load_pauses()
-        notify = notice_sender(self.outbox.submit, self.sessions, self.caps_of)
+        notify = notice_sender(self.outbox.submit, self.sessions, self.hub.capabilities_of)
         await recover(self.store, self.bus, notify)
 
     async def stop_intake(self) -> None:

@@ -12,7 +12,7 @@ from bot.config import Settings
 from bot.delivery import Outbox
 from bot.hub import ChannelHub
 from bot.messages import utc_now
-from bot.ports import ChannelCapabilities, Store
+from bot.ports import Store
 from bot.records import OutboxItem
 
 logger = logging.getLogger(__name__)
@@ -48,12 +48,8 @@ class Housekeeping:
             sweeps += 1
             await asyncio.sleep(SWEEP_INTERVAL_S)
 
-    def _caps(self, channel: str) -> ChannelCapabilities | None:
-        found = self._hub.get(channel)
-        return found.capabilities if found is not None else None
-
     async def expire_questions(self) -> int:
-        expired = await self._clarifications.expire_due(self._caps)
+        expired = await self._clarifications.expire_due(self._hub.capabilities_of)
         items = [
             OutboxItem(
                 idempotency_key=f"clarification/{clarification.id}/expired",

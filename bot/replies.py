@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bot.chunking import fits_in_chunks, measure, split_markdown
+from bot.chunking import measure, split_markdown
 from bot.messages import (
     ConversationKey,
     Delivery,
@@ -54,6 +54,11 @@ class ReplyContext:
         )
 
 
+def split_reply(text: str, caps: ChannelCapabilities) -> tuple[str, ...]:
+    """A reply's messages, split in the platform's unit; never none."""
+    return split_markdown(text, caps.text_limit, caps.text_unit) or ("(empty reply)",)
+
+
 def plan_text(
     ctx: ReplyContext,
     text: str,
@@ -63,7 +68,18 @@ def plan_text(
     placeholder_id: str | None = None,
 ) -> list[Delivery]:
     """The text part of a reply, split in the platform's unit."""
-    chunks = split_markdown(text, caps.text_limit, caps.text_unit) or ("(empty reply)",)
+    return plan_chunks(ctx, split_reply(text, caps), caps, kind=kind, placeholder_id=placeholder_id)
+
+
+def plan_chunks(
+    ctx: ReplyContext,
+    chunks: tuple[str, ...],
+    caps: ChannelCapabilities,
+    *,
+    kind: OutboundKind = OutboundKind.FINAL,
+    placeholder_id: str | None = None,
+) -> list[Delivery]:
+    """Messages for already split text; the first replaces the placeholder if there is one."""
     deliveries: list[Delivery] = []
     for index, chunk in enumerate(chunks):
         if index == 0 and placeholder_id is not None and caps.edits:
@@ -93,11 +109,6 @@ def long_answer_summary(text: str, caps: ChannelCapabilities) -> str:
             head = head[:-1]
         head = f"{head.rstrip()}…" if head.strip() else ""
     return f"{head}\n\n{LONG_ANSWER_NOTE}" if head else LONG_ANSWER_NOTE
-
-
-def needs_file(text: str, caps: ChannelCapabilities) -> bool:
-    """Answers that would take more than a few messages go as a file (SPEC §8)."""
-    return not fits_in_chunks(text, caps.text_limit, caps.text_unit, MAX_CHUNKS_INLINE)
 
 
 def plan_files(

@@ -34,8 +34,6 @@ class AnnounceTiming:
     """READY=1 is sent at the latest this long after the channels were launched, even if one
     is still reconnecting (a network outage at boot), so the unit's start timeout (90 s) does
     not kill a daemon whose other channels work; STATUS= names the stragglers."""
-    status_poll_s: float = 1.0
-    """How often channel states are compared for a new STATUS= line."""
 
 
 class SystemdNotifier:
@@ -147,12 +145,22 @@ async def announce_channels(
     notifier.ready(f"ready: {summary}")
     if not notifier.enabled:
         return
-    while True:
-        await asyncio.sleep(timing.status_poll_s)
-        current = channel_summary(hub)
-        if current != summary:
-            summary = current
-            notifier.status(f"ready: {summary}")
+    changed = asyncio.Event()
+
+    def on_change(_name: str, _previous: ChannelState | None, _state: ChannelState) -> None:
+        changed.set()
+
+    hub.listeners.append(on_change)
+    try:
+        while True:
+            await changed.wait()
+            changed.clear()
+            current = channel_summary(hub)
+            if current != summary:
+                summary = current
+                notifier.status(f"ready: {summary}")
+    finally:
+        hub.listeners.remove(on_change)
 
 
 def _status_line(text: str | None) -> tuple[str, ...]:

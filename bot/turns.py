@@ -36,7 +36,15 @@ from bot.ports import (
 from bot.progress import ProgressStream
 from bot.ratelimit import RateLimiter
 from bot.records import InboundStatus, OutboxItem
-from bot.replies import ReplyContext, long_answer_summary, needs_file, plan_files, plan_text
+from bot.replies import (
+    MAX_CHUNKS_INLINE,
+    ReplyContext,
+    long_answer_summary,
+    plan_chunks,
+    plan_files,
+    plan_text,
+    split_reply,
+)
 from bot.sessions import Sessions
 from bot.uploads import save_uploads
 from bot.workspace import ThreadWorkspace
@@ -195,14 +203,14 @@ class TurnRunner:
     async def _deliver(self, scope: _Scope, final: FinalAnswer) -> None:
         ctx, caps = scope.ctx, scope.channel.capabilities
         placeholder = await scope.stream.close()
-        text = final.text
+        chunks = split_reply(final.text, caps)
         extra_files: list[PresentedFile] = []
-        if needs_file(text, caps):
+        if len(chunks) > MAX_CHUNKS_INLINE:
             answer_path = scope.workspace.outputs / f"answer-{ctx.correlation_id}.md"
-            await asyncio.to_thread(answer_path.write_text, text, "utf-8")
+            await asyncio.to_thread(answer_path.write_text, final.text, "utf-8")
             extra_files.append(PresentedFile(path=answer_path, name="answer.md"))
-            text = long_answer_summary(text, caps)
-        deliveries = plan_text(ctx, text, caps, placeholder_id=placeholder)
+            chunks = split_reply(long_answer_summary(final.text, caps), caps)
+        deliveries = plan_chunks(ctx, chunks, caps, placeholder_id=placeholder)
         uploads, notes = plan_files(ctx, [*extra_files, *final.files], scope.workspace, caps)
         if notes:
             deliveries += plan_text(ctx, "\n".join(notes), caps, kind=OutboundKind.NOTICE)[:1]

@@ -7,8 +7,9 @@ from bot.hub import ALL_CHANNELS
 from bot.markdown_text import code
 from bot.messages import utc_now
 from bot.records import OutboxState, UserStatus
+from bot.registry import IMPORT_PATHS, EdgeKind
 
-KNOWN_CHANNELS = ("telegram", "slack", "feishu", "dingtalk", "console")
+KNOWN_CHANNELS = frozenset(IMPORT_PATHS[EdgeKind.CHANNEL])
 
 
 def _user_arg(call: CommandCall) -> tuple[str, str] | None:

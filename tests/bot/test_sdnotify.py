@@ -204,7 +204,7 @@ async def test_ready_after_the_deadline_names_the_straggler_and_status_follows_c
 ) -> None:
     sock, address = notify_socket
     never = asyncio.Event()
-    timing = AnnounceTiming(ready_deadline_s=0.05, status_poll_s=0.01)
+    timing = AnnounceTiming(ready_deadline_s=0.05)
     async with SqliteStore.from_state_dir(tmp_path) as store:
         hub = ChannelHub(store.settings)
         hub.add(FakeChannel(fake_name="tg"))
