@@ -190,7 +190,7 @@ class Daemon:
             asyncio.create_task(kernel.outbox.run(), name="outbox"),
             asyncio.create_task(kernel.housekeeping.run(), name="housekeeping"),
         ]
-        fleet = Fleet(kernel.hub, kernel.intake.publish, self.options.supervision)
+        fleet = Fleet(kernel.hub, kernel.intake, self.options.supervision)
         fleet.install = kernel.install_channel
         self.fleet = fleet
         for name, factory in self._factories.items():

@@ -59,6 +59,8 @@ def split_markdown(text: str, limit: int, unit: TextUnit = TextUnit.CHARS) -> tu
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         return ()
+    if text[0].strip() and text[-1].strip() and measure(text, unit) <= limit:
+        return (text,)  # most replies: one chunk with no blank lines to trim
     return _Splitter(text, limit, unit).chunks()
 
 

@@ -8,6 +8,7 @@ Secrets are ``SecretStr``. Loading, ``${VAR}`` expansion and error formatting li
 from __future__ import annotations
 
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -221,15 +222,24 @@ class Settings(Section):
     daemon: DaemonSettings = DaemonSettings()
     channels: ChannelsSettings = ChannelsSettings()
 
+    @cached_property
+    def _policies(self) -> dict[str, ChannelPolicy]:
+        """Filled by ``channel_policy`` (pydantic leaves cached properties out of ``==``)."""
+        return {}
+
     def channel_policy(self, channel: str) -> ChannelPolicy:
-        block = self.channels.blocks().get(channel, ChannelSettings())
-        return ChannelPolicy(
-            group_scope=block.group_scope or self.conversations.group_scope,
-            dm_policy=block.dm_policy or self.access.dm_policy,
-            group_policy=block.group_policy or self.access.group_policy,
-            allowed_users=frozenset(block.allowed_users),
-            ignore_bots=block.ignore_bots,
-        )
+        """Asked for every message; settings are immutable, so each answer is kept."""
+        policy = self._policies.get(channel)
+        if policy is None:
+            block = self.channels.blocks().get(channel, ChannelSettings())
+            policy = self._policies[channel] = ChannelPolicy(
+                group_scope=block.group_scope or self.conversations.group_scope,
+                dm_policy=block.dm_policy or self.access.dm_policy,
+                group_policy=block.group_policy or self.access.group_policy,
+                allowed_users=frozenset(block.allowed_users),
+                ignore_bots=block.ignore_bots,
+            )
+        return policy
 
 
 class ChannelPolicy(Section):

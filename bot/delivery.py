@@ -81,6 +81,7 @@ class Outbox:
         self._poll = True
         self._repoll = False
         self._timers: list[datetime] = []
+        self._alarm: asyncio.TimerHandle | None = None
         self._held: dict[DestinationKey, datetime] = {}
 
     # ------------------------------------------------------------------ producers
@@ -127,10 +128,15 @@ class Outbox:
         ``switchboard outbox retry`` (at least every ``IDLE_POLL_S``).
         """
         self._poll = True
-        while True:
-            self._wake.clear()
-            await self._dispatch()
-            await self._sleep()
+        try:
+            while True:
+                self._wake.clear()
+                await self._dispatch()
+                await self._sleep()
+        finally:
+            if self._alarm is not None:
+                self._alarm.cancel()
+                self._alarm = None
 
     async def _dispatch(self) -> None:
         fresh, self._fresh = self._fresh, []
@@ -196,11 +202,26 @@ class Outbox:
         timeout = IDLE_POLL_S
         if self._timers:
             timeout = min(timeout, (self._timers[0] - now).total_seconds())
-        try:
-            async with asyncio.timeout(max(timeout, 0.001)):
-                await self._wake.wait()
-        except TimeoutError:
-            self._poll = True
+        self._arm(max(timeout, 0.001))
+        await self._wake.wait()
+
+    def _arm(self, delay_s: float) -> None:
+        """Make sure an alarm rings within ``delay_s``; an earlier one already set will do.
+
+        One long-lived timer instead of a timeout per wait: the worker waits once per row.
+        """
+        loop = asyncio.get_running_loop()
+        at = loop.time() + delay_s
+        if self._alarm is not None:
+            if self._alarm.when() <= at:
+                return
+            self._alarm.cancel()
+        self._alarm = loop.call_at(at, self._ring)
+
+    def _ring(self) -> None:
+        self._alarm = None
+        self._poll = True
+        self._wake.set()
 
     async def wait_idle(self) -> None:
         """Return once nothing is due or in flight (shutdown flush; bound it with a timeout)."""

@@ -65,7 +65,7 @@ class Sessions:
     async def ensure_thread(self, key: ConversationKey) -> Conversation:
         """The key's active thread, created on first use. Safe under concurrency: the store
         keeps exactly one active thread per key and ``bind`` returns the winner."""
-        current = await self._store.conversations.touch(key)
+        current = await self._store.conversations.current(key)
         if current is not None:
             return current
         thread_id = await self._agent.create_thread()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 _SAFE_THREAD_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
@@ -26,7 +27,7 @@ class ThreadWorkspace:
     def for_thread(cls, state_dir: Path, thread_id: str) -> ThreadWorkspace:
         if not _SAFE_THREAD_ID.match(thread_id) or thread_id in {".", ".."}:
             raise PathEscape(f"thread id {thread_id!r} is not usable as a directory name")
-        return cls(root=state_dir.resolve() / "threads" / thread_id)
+        return cls(root=_resolved(state_dir) / "threads" / thread_id)
 
     @property
     def uploads(self) -> Path:
@@ -56,6 +57,12 @@ class ThreadWorkspace:
     def in_outputs(self, path: Path) -> bool:
         resolved = path.resolve()
         return self.outputs.resolve() in resolved.parents
+
+
+@lru_cache(maxsize=8)
+def _resolved(state_dir: Path) -> Path:
+    """``state_dir`` made absolute once, not on every turn (it is one directory per daemon)."""
+    return state_dir.resolve()
 
 
 def safe_file_name(name: str, *, fallback: str = "file") -> str:

@@ -1,5 +1,10 @@
 """Approved and denied users, and pending pairing codes (SPEC §10).
 
+Every inbound message asks for its sender's status, so statuses are cached: this store's
+own ``set_status`` updates the cache, and a change committed by another process (``switchboard
+pairing approve`` while the daemon runs) empties it within about a second
+(``Database.generation``).
+
 A pairing code is one-time: ``take_pairing`` deletes it in the same transaction that reads it,
 so two admins approving the same code at once approve it once. Expired requests are deleted
 when they are taken and whenever a new request is added, so the table stays small.
@@ -20,6 +25,7 @@ from store.db import Database
 from store.rows import Columns
 
 _PAIRINGS: Final = "SELECT * FROM pairing_requests"
+STATUS_CACHE_SIZE: Final = 10_000
 
 
 def _user(row: sqlite3.Row) -> UserAccess:
@@ -49,17 +55,36 @@ def _pairing(row: sqlite3.Row) -> PairingRequest:
 class SqliteAccessStore(AccessStore):
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._statuses: dict[tuple[str, str], UserStatus | None] = {}
+        self._generation = 0
+        self._local_changes = 0
+        """Bumped by ``set_status``: a read that overlapped a change must not be cached."""
 
     @override
     async def status(self, channel: str, user_id: str) -> UserStatus | None:
+        generation = await self._db.generation()
+        if generation != self._generation:
+            self._statuses.clear()
+            self._generation = generation
+        user = (channel, user_id)
+        if user in self._statuses:
+            return self._statuses[user]
+        changes = self._local_changes
         row = await self._db.row(
             "SELECT status FROM users WHERE channel = ? AND user_id = ?", (channel, user_id)
         )
-        return None if row is None else UserStatus(Columns(row).text("status"))
+        status = None if row is None else UserStatus(Columns(row).text("status"))
+        if changes == self._local_changes and generation == self._generation:
+            if len(self._statuses) >= STATUS_CACHE_SIZE:
+                self._statuses.clear()
+            self._statuses[user] = status
+        return status
 
     @override
     async def set_status(self, channel: str, user_id: str, status: UserStatus, by: str) -> None:
-        await self._db.write(
+        self._local_changes += 1
+        self._statuses.pop((channel, user_id), None)
+        await self._db.execute(
             "INSERT INTO users (channel, user_id, status, changed_by, changed_at)"
             " VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel, user_id) DO UPDATE SET"
             " status = excluded.status, changed_by = excluded.changed_by,"
@@ -93,10 +118,10 @@ class SqliteAccessStore(AccessStore):
     async def add_pairing(self, request: PairingRequest) -> None:
         r = request
         async with self._db.transaction() as tx:
-            await tx.write(
+            await tx.execute(
                 "DELETE FROM pairing_requests WHERE expires_at <= ?", (to_db_time(r.created_at),)
             )
-            await tx.write(
+            await tx.execute(
                 "INSERT INTO pairing_requests (code, channel, user_id, display_name, chat_id,"
                 " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -134,7 +159,7 @@ class SqliteAccessStore(AccessStore):
             row = await tx.row(f"{_PAIRINGS} WHERE code = ?", (code,))
             if row is None:
                 return None
-            await tx.write("DELETE FROM pairing_requests WHERE code = ?", (code,))
+            await tx.execute("DELETE FROM pairing_requests WHERE code = ?", (code,))
         request = _pairing(row)
         return request if request.expires_at > now else None
 

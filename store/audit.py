@@ -17,7 +17,7 @@ class SqliteAuditLog(AuditLog):
 
     @override
     async def record(self, actor: str, action: str, detail: str) -> None:
-        await self._db.write(
+        await self._db.execute(
             "INSERT INTO audit (at, actor, action, detail) VALUES (?, ?, ?, ?)",
             (to_db_time(self._db.now()), actor, action, detail),
         )
@@ -53,9 +53,9 @@ class SqliteSettingsStore(SettingsStore):
     async def set(self, name: str, value: str | None) -> None:
         """Store ``value``; ``None`` removes the setting."""
         if value is None:
-            await self._db.write("DELETE FROM settings WHERE name = ?", (name,))
+            await self._db.execute("DELETE FROM settings WHERE name = ?", (name,))
             return
-        await self._db.write(
+        await self._db.execute(
             "INSERT INTO settings (name, value, updated_at) VALUES (?, ?, ?)"
             " ON CONFLICT (name) DO UPDATE SET value = excluded.value,"
             " updated_at = excluded.updated_at",

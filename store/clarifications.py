@@ -50,7 +50,7 @@ class SqliteClarificationStore(ClarificationStore):
     @override
     async def add(self, clarification: Clarification) -> None:
         c = clarification
-        await self._db.write(
+        await self._db.execute(
             "INSERT INTO clarifications (id, channel, account_id, chat_id, topic_id, user_id,"
             " chat_type, thread_id, asked_user_id, question,"
             " options, question_message_id, created_at, expires_at, state, answer)"
@@ -73,7 +73,7 @@ class SqliteClarificationStore(ClarificationStore):
 
     @override
     async def set_question_message(self, clarification_id: str, message_id: str) -> None:
-        await self._db.write(
+        await self._db.execute(
             "UPDATE clarifications SET question_message_id = ? WHERE id = ?",
             (message_id, clarification_id),
         )
@@ -121,11 +121,12 @@ class SqliteClarificationStore(ClarificationStore):
     async def resolve(self, clarification_id: str, answer: str) -> bool:
         """Pending -> answered, once. Expiry is the caller's check (``pending_for_user``)
         and the sweep's; this store does not consult a clock of its own here."""
-        written = await self._db.write(
-            "UPDATE clarifications SET state = ?, answer = ? WHERE id = ? AND state = 'pending'",
+        resolved = await self._db.row(
+            "UPDATE clarifications SET state = ?, answer = ? WHERE id = ? AND state = 'pending'"
+            " RETURNING id",
             (ClarificationState.ANSWERED, answer, clarification_id),
         )
-        return written.rowcount == 1
+        return resolved is not None
 
     @override
     async def cancel_for_key(self, key: ConversationKey) -> int:
@@ -145,7 +146,7 @@ class SqliteClarificationStore(ClarificationStore):
                 f"{_SELECT} WHERE state = 'pending' AND expires_at <= ? {_OLDEST_FIRST}",
                 (to_db_time(now),),
             )
-            await tx.write(
+            await tx.execute(
                 "UPDATE clarifications SET state = ? WHERE state = 'pending' AND expires_at <= ?",
                 (ClarificationState.EXPIRED, to_db_time(now)),
             )

@@ -39,9 +39,11 @@ OP_REACTION: Final = "reaction"
 
 def to_db_time(at: datetime) -> str:
     """The stored form of a timezone-aware datetime; naive ones are a programming error."""
-    if at.tzinfo is None or at.utcoffset() is None:
-        raise ValueError(f"naive datetime {at!r}; the store needs timezone-aware values")
-    return at.astimezone(UTC).isoformat(timespec="microseconds")
+    if at.tzinfo is not UTC:
+        if at.tzinfo is None or at.utcoffset() is None:
+            raise ValueError(f"naive datetime {at!r}; the store needs timezone-aware values")
+        at = at.astimezone(UTC)
+    return at.isoformat(timespec="microseconds")
 
 
 def from_db_time(text: str) -> datetime:

@@ -4,6 +4,12 @@ At most one row per key is active (``ended_at IS NULL``), enforced by a partial 
 so two first messages racing for a new key (even from two processes) bind one thread: the
 loser's insert is ignored and both read back the winner. ``rotate`` ends the active row
 instead of deleting it, which keeps the old thread for history and ``topic_known``.
+
+Every turn asks for its key's thread, so ``current`` answers from memory after the first
+lookup. Only this process binds and rotates threads (the CLI reads them), and it updates the
+memory as it does; a change by another process still empties it (``Database.generation``).
+A turn's use of its conversation (``updated_at``, for ``recent``) is recorded by the trigger
+of migration 0004 when the journal marks the turn's messages running.
 """
 
 from __future__ import annotations
@@ -39,9 +45,16 @@ def _conversation(row: sqlite3.Row) -> Conversation:
     )
 
 
+CACHE_SIZE: Final = 10_000
+
+
 class SqliteConversationStore(ConversationStore):
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._known: dict[ConversationKey, Conversation] = {}
+        self._generation = 0
+        self._local_changes = 0
+        """Bumped by bind and rotate: a lookup that overlapped one must not be remembered."""
 
     @override
     async def active(self, key: ConversationKey) -> Conversation | None:
@@ -49,28 +62,55 @@ class SqliteConversationStore(ConversationStore):
         return None if row is None else _conversation(row)
 
     @override
+    async def current(self, key: ConversationKey) -> Conversation | None:
+        generation = await self._db.generation()
+        if generation != self._generation:
+            self._known.clear()
+            self._generation = generation
+        known = self._known.get(key)
+        if known is not None:
+            return known
+        changes = self._local_changes
+        found = await self.active(key)
+        if found is not None and changes == self._local_changes:
+            self._remember(found)
+        return found
+
+    def _remember(self, conversation: Conversation) -> None:
+        if len(self._known) >= CACHE_SIZE:
+            self._known.clear()
+        self._known[conversation.key] = conversation
+
+    @override
     async def bind(self, key: ConversationKey, thread_id: str) -> Conversation:
+        self._local_changes += 1
         async with self._db.transaction() as tx:
             await self._insert(tx, key, thread_id)
-            return await self._active_in(tx, key)
+            bound = await self._active_in(tx, key)
+        self._remember(bound)
+        return bound
 
     @override
     async def rotate(self, key: ConversationKey, thread_id: str) -> Conversation:
+        self._local_changes += 1
+        self._known.pop(key, None)
         now = to_db_time(self._db.now())
         async with self._db.transaction() as tx:
-            await tx.write(
+            await tx.execute(
                 "UPDATE conversations SET ended_at = ?, updated_at = ?"
                 " WHERE channel = ? AND account_id = ? AND chat_id = ? AND topic_id = ?"
                 " AND user_id = ? AND ended_at IS NULL",
                 (now, now, *key_values(key)),
             )
             await self._insert(tx, key, thread_id)
-            return await self._active_in(tx, key)
+            rotated = await self._active_in(tx, key)
+        self._remember(rotated)
+        return rotated
 
     async def _insert(self, tx: Session, key: ConversationKey, thread_id: str) -> None:
         """Start a thread for the key unless it already has an active one."""
         now = to_db_time(self._db.now())
-        await tx.write(
+        await tx.execute(
             "INSERT OR IGNORE INTO conversations (channel, account_id, chat_id, topic_id, user_id,"
             " thread_id, created_at, updated_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -82,15 +122,6 @@ class SqliteConversationStore(ConversationStore):
         if row is None:
             raise StoreError(f"no active conversation for {key.describe()} after writing one")
         return _conversation(row)
-
-    @override
-    async def touch(self, key: ConversationKey) -> Conversation | None:
-        row = await self._db.row(
-            "UPDATE conversations SET updated_at = ? WHERE channel = ? AND account_id = ?"
-            " AND chat_id = ? AND topic_id = ? AND user_id = ? AND ended_at IS NULL RETURNING *",
-            (to_db_time(self._db.now()), *key_values(key)),
-        )
-        return None if row is None else _conversation(row)
 
     @override
     async def topic_known(self, key: ConversationKey) -> bool:
@@ -126,7 +157,7 @@ class SqliteLinkStore(LinkStore):
     @override
     async def add(self, destination: Destination, message_id: str, link: MessageLink) -> None:
         """Remember which thread a sent message belongs to (the latest write wins)."""
-        await self._db.write(
+        await self._db.execute(
             "INSERT INTO message_links (channel, account_id, chat_id, message_id,"
             " key_channel, key_account_id, key_chat_id, key_topic_id, key_user_id,"
             " thread_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"

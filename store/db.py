@@ -1,10 +1,19 @@
-"""The one aiosqlite connection a store owns, and the lock that makes it safe to share.
+"""The one aiosqlite connection a store owns, and the rule that makes it safe to share.
 
-aiosqlite runs every statement on one worker thread, but several coroutines can still
-interleave their statements: a ``BEGIN`` of one and an ``INSERT`` of another would end up in
-the same transaction. Every use of the connection therefore holds ``Database.lock``;
-multi-statement work runs inside ``transaction()`` (``BEGIN IMMEDIATE``, so a second process on
-the same file waits for the write lock up front instead of failing to upgrade a read).
+aiosqlite runs every statement on one worker thread, in the order they were submitted. Single
+statements in autocommit mode are therefore queued straight away, without waiting for the
+statement before them to come back: a message's journal write and another chat's outbox
+insert travel to the thread together instead of taking turns (a round trip to the thread
+costs far more than the statement). Only a transaction needs the connection to itself: while
+one is open, a single statement waits to be queued until its ``COMMIT`` or rollback has been,
+so it never lands inside someone else's transaction (and is never rolled back with it).
+Transactions (``BEGIN IMMEDIATE``, so a second process on the same file waits for the write
+lock up front instead of failing to upgrade a read) take turns among themselves.
+
+Statements are made for one trip: ``execute`` when nothing is read back, ``rows``/``row`` for
+queries and for ``INSERT``/``UPDATE ... RETURNING``, which is how a caller learns the id of a
+new row or whether an update matched. ``write`` reads the row count and last row id from the
+statement's own cursor, which costs a second trip (for rare maintenance statements).
 
 sqlite3 errors are translated into ``StoreError`` here, at the boundary.
 """
@@ -13,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,8 +40,10 @@ logger = logging.getLogger(__name__)
 SqlValue = str | int | float | bytes | None
 Params = tuple[SqlValue, ...]
 Clock = Callable[[], datetime]
-_ONE_TRIP = frozenset({"INSERT", "UPDATE"})
-_NO_RESULT = frozenset({"BEGIN ", "COMMIT"})
+Gate = Callable[[], Awaitable[None]]
+
+OTHER_WRITERS_CHECK_S = 1.0
+"""How often ``generation`` asks SQLite whether another process committed something."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,16 +54,22 @@ class Written:
     lastrowid: int | None
 
 
+async def _open_gate() -> None:
+    """Inside a transaction the connection is already ours."""
+
+
 class Session:
-    """Statements on the shared connection; whoever holds one holds the lock."""
+    """Statements on the shared connection, each queued once ``gate`` lets it through."""
 
-    __slots__ = ("_conn", "_path")
+    __slots__ = ("_conn", "_gate", "_path")
 
-    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+    def __init__(self, conn: aiosqlite.Connection, path: Path, gate: Gate = _open_gate) -> None:
         self._conn = conn
         self._path = path
+        self._gate = gate
 
     async def rows(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        await self._gate()
         try:
             return list(await self._conn.execute_fetchall(sql, params))
         except sqlite3.Error as exc:
@@ -60,27 +79,14 @@ class Session:
         found = await self.rows(sql, params)
         return found[0] if found else None
 
-    async def write(self, sql: str, params: Params = ()) -> Written:
-        """Run one data-changing statement.
+    async def execute(self, sql: str, params: Params = ()) -> None:
+        """Run a statement whose outcome nobody reads, in one trip."""
+        await self.rows(sql, params)
 
-        INSERT and UPDATE take one trip to the connection's thread: the rowid comes back
-        with the statement, the row count from the connection's change counter (the lock
-        keeps other statements out; the one trigger, on marking an outbox row sent, adds its
-        rows to that count, which nobody reads). Other statements
-        (DELETE with its cascades) read the counts from their cursor; BEGIN and COMMIT
-        have none to read.
-        """
+    async def write(self, sql: str, params: Params = ()) -> Written:
+        """Run a statement and report its row count and last row id (two trips)."""
+        await self._gate()
         try:
-            verb = sql.lstrip()[:6].upper()
-            if verb in _NO_RESULT:
-                await self._conn.execute_fetchall(sql, params)
-                return Written(rowcount=0, lastrowid=None)
-            if verb in _ONE_TRIP:
-                before = self._conn.total_changes
-                last = await self._conn.execute_insert(sql, params)
-                changed = self._conn.total_changes - before
-                rowid = int(last[0]) if last is not None and changed else None
-                return Written(rowcount=changed, lastrowid=rowid)
             async with self._conn.execute(sql, params) as cursor:
                 return Written(rowcount=cursor.rowcount, lastrowid=cursor.lastrowid)
         except sqlite3.Error as exc:
@@ -100,12 +106,26 @@ class Session:
 class Database:
     """Owns the connection: opening it with the right pragmas, locking, transactions."""
 
-    def __init__(self, path: Path, *, clock: Clock, busy_timeout_s: float) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        clock: Clock,
+        busy_timeout_s: float,
+        other_writers_check_s: float = OTHER_WRITERS_CHECK_S,
+    ) -> None:
         self.path = path
+        self._other_writers_check_s = other_writers_check_s
         self._clock = clock
         self._busy_timeout_s = busy_timeout_s
         self._conn: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
+        """Held by a transaction (and by ``close``) from ``BEGIN`` until its end is queued."""
+        self._no_transaction = asyncio.Event()
+        self._no_transaction.set()
+        self._data_version: int | None = None
+        self._generation = 0
+        self._checked_at = -math.inf
 
     @property
     def is_open(self) -> bool:
@@ -139,7 +159,7 @@ class Database:
         if mode is None or str(mode[0]).lower() != "wal":
             logger.warning("store %s is not in WAL mode (%s)", self.path, mode and mode[0])
         for pragma in ("synchronous=NORMAL", "foreign_keys=ON", f"busy_timeout={busy_ms}"):
-            await session.write(f"PRAGMA {pragma}")
+            await session.execute(f"PRAGMA {pragma}")
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -151,40 +171,68 @@ class Database:
             except sqlite3.Error as exc:
                 raise StoreError(f"closing the store at {self.path}: {exc}") from exc
 
+    async def generation(self) -> int:
+        """A number that grows once another connection (the CLI) has committed a change.
+
+        Caches of rows this process also writes itself stay valid while it is unchanged:
+        SQLite's ``data_version`` moves only for other connections' commits. Asked at most
+        once per ``other_writers_check_s``, so another process's change reaches such caches
+        within about a second, at the cost of one query a second at most.
+        """
+        now = time.monotonic()
+        if now - self._checked_at >= self._other_writers_check_s:
+            self._checked_at = now
+            found = await self.row("PRAGMA data_version")
+            version = None if found is None else int(found[0])
+            if version != self._data_version:
+                self._generation += self._data_version is not None
+                self._data_version = version
+        return self._generation
+
     def _connection(self) -> aiosqlite.Connection:
         if self._conn is None:
             raise StoreError(f"the store at {self.path} is not open")
         return self._conn
 
-    @asynccontextmanager
-    async def session(self) -> AsyncIterator[Session]:
-        """Exclusive use of the connection for autocommit statements."""
-        async with self._lock:
-            yield Session(self._connection(), self.path)
+    async def _outside_transactions(self) -> None:
+        """Return (without suspending, when possible) once no transaction is open.
+
+        Re-checked after every wake-up: another transaction may have begun in between.
+        Nothing suspends between this returning and the statement being queued.
+        """
+        while not self._no_transaction.is_set():
+            await self._no_transaction.wait()
+
+    def shared(self) -> Session:
+        """Autocommit statements, queued alongside other coroutines' statements."""
+        return Session(self._connection(), self.path, self._outside_transactions)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Session]:
         """A write transaction: committed on success, rolled back on any exception."""
         async with self._lock:
             session = Session(self._connection(), self.path)
+            self._no_transaction.clear()
             try:
-                await session.write("BEGIN IMMEDIATE")
+                await session.execute("BEGIN IMMEDIATE")
                 yield session
-                await session.write("COMMIT")
+                await session.execute("COMMIT")
             except BaseException:
                 # A statement whose await was cancelled still runs on the worker thread; the
                 # rollback is queued behind it, so it also undoes a BEGIN that "never returned".
                 await session.rollback()
                 raise
+            finally:
+                self._no_transaction.set()
 
     async def rows(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
-        async with self.session() as session:
-            return await session.rows(sql, params)
+        return await self.shared().rows(sql, params)
 
     async def row(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
-        async with self.session() as session:
-            return await session.row(sql, params)
+        return await self.shared().row(sql, params)
+
+    async def execute(self, sql: str, params: Params = ()) -> None:
+        await self.shared().execute(sql, params)
 
     async def write(self, sql: str, params: Params = ()) -> Written:
-        async with self.session() as session:
-            return await session.write(sql, params)
+        return await self.shared().write(sql, params)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
 
@@ -18,11 +19,19 @@ from bot.messages import ConversationKey, InboundMessage
 from bot.ports import InboundJournal
 from bot.records import UNFINISHED_INBOUND, InboundStatus, JournalEntry
 from store.codec import decode_inbound, encode_inbound, to_db_time
-from store.db import Database, Params
+from store.db import Database, Params, SqlValue
 from store.rows import Columns, key_values
 
 _SELECT: Final = "SELECT * FROM inbound"
 _UNFINISHED: Final = json.dumps([str(status) for status in UNFINISHED_INBOUND])
+_ROW_PLACEHOLDERS: Final = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT: Final = (
+    "INSERT INTO inbound (channel, account_id, chat_id, message_id, message, correlation_id,"
+    " status, recorded_at, updated_at) VALUES {rows}"
+    " ON CONFLICT (channel, account_id, chat_id, message_id) DO NOTHING"
+    " RETURNING id, channel, account_id, chat_id, message_id"
+)
+"""``{rows}`` is only ever placeholders, one group per entry."""
 
 
 def _entry(row: sqlite3.Row) -> JournalEntry:
@@ -48,25 +57,36 @@ class SqliteInboundJournal(InboundJournal):
 
     @override
     async def record(self, message: InboundMessage, correlation_id: str) -> int | None:
+        (entry_id,) = await self.record_many([(message, correlation_id)])
+        return entry_id
+
+    @override
+    async def record_many(self, entries: Sequence[tuple[InboundMessage, str]]) -> list[int | None]:
+        """One multi-row ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` for the batch.
+
+        RETURNING names the rows it inserted (in no promised order) by their dedupe key, so
+        each entry learns its id; an entry whose key was already there, or came earlier in
+        the batch, gets ``None``.
+        """
+        if not entries:
+            return []
         now = to_db_time(self._db.now())
-        written = await self._db.write(
-            "INSERT INTO inbound (channel, account_id, chat_id, message_id, message,"
-            " correlation_id, status, recorded_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (channel, account_id, chat_id, message_id) DO NOTHING",
-            (
-                message.channel,
-                message.account_id,
-                message.chat_id,
-                message.message_id,
-                encode_inbound(message),
-                correlation_id,
-                InboundStatus.ACCEPTED,
-                now,
-                now,
-            ),
-        )
-        return written.lastrowid if written.rowcount == 1 else None
+        params: list[SqlValue] = []
+        for message, correlation_id in entries:
+            params += (
+                message.channel, message.account_id, message.chat_id, message.message_id,
+                encode_inbound(message), correlation_id, InboundStatus.ACCEPTED, now, now,
+            )  # fmt: skip
+        placeholders = ", ".join([_ROW_PLACEHOLDERS] * len(entries))
+        rows = await self._db.rows(_INSERT.format(rows=placeholders), tuple(params))
+        inserted = {
+            (row["channel"], row["account_id"], row["chat_id"], row["message_id"]): int(row["id"])
+            for row in rows
+        }
+        return [
+            inserted.pop((m.channel, m.account_id, m.chat_id, m.message_id), None)
+            for m, _ in entries
+        ]
 
     @override
     async def update(
@@ -80,7 +100,7 @@ class SqliteInboundJournal(InboundJournal):
     ) -> None:
         """Set the status; ``reason``, ``key`` and ``thread_id`` change only when given."""
         key_params: Params = (None,) * 5 if key is None else key_values(key)
-        await self._db.write(
+        await self._db.execute(
             "UPDATE inbound SET status = ?, updated_at = ?,"
             " reason = COALESCE(?, reason),"
             " key_channel = COALESCE(?, key_channel),"
@@ -120,7 +140,7 @@ class SqliteInboundJournal(InboundJournal):
 
     @override
     async def count_duplicate(self, message: InboundMessage) -> None:
-        await self._db.write(
+        await self._db.execute(
             "UPDATE inbound SET duplicates = duplicates + 1, last_duplicate_at = ?"
             " WHERE channel = ? AND account_id = ? AND chat_id = ? AND message_id = ?",
             (

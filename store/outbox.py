@@ -84,19 +84,18 @@ class SqliteOutboxStore(OutboxStore):
         """
         now = self._db.now()
         if len(items) == 1:  # one INSERT is atomic on its own: spare the BEGIN and COMMIT
-            async with self._db.session() as session:
-                return [await self._insert(session, items[0], now)]
+            return [await self._insert(self._db.shared(), items[0], now)]
         async with self._db.transaction() as tx:
             return [await self._insert(tx, item, now) for item in items]
 
     async def _insert(self, tx: Session, item: OutboxItem, now: datetime) -> OutboxRow:
         op, payload = encode_delivery(item.delivery)
         stamp = to_db_time(now)
-        written = await tx.write(
+        inserted = await tx.row(
             "INSERT INTO outbox (idempotency_key, op, payload, channel, account_id, chat_id,"
             " topic_id, user_id, thread_id, correlation_id, state, next_attempt_at,"
             " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (idempotency_key) DO NOTHING",
+            " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
             (
                 item.idempotency_key,
                 op,
@@ -110,9 +109,9 @@ class SqliteOutboxStore(OutboxStore):
                 stamp,
             ),
         )
-        if written.rowcount == 1 and written.lastrowid is not None:
+        if inserted is not None:
             return OutboxRow(
-                id=written.lastrowid,
+                id=Columns(inserted).integer("id"),
                 item=item,
                 state=OutboxState.PENDING,
                 attempts=0,
@@ -150,7 +149,7 @@ class SqliteOutboxStore(OutboxStore):
 
     @override
     async def mark_sent(self, row_id: int, message_ids: tuple[str, ...]) -> None:
-        await self._db.write(
+        await self._db.execute(
             "UPDATE outbox SET state = ?, attempts = attempts + 1, sent_message_ids = ?,"
             " updated_at = ? WHERE id = ?",
             (OutboxState.SENT, encode_strings(message_ids), self._now(), row_id),
@@ -158,7 +157,7 @@ class SqliteOutboxStore(OutboxStore):
 
     @override
     async def mark_retry(self, row_id: int, error: str, next_attempt_at: datetime) -> None:
-        await self._db.write(
+        await self._db.execute(
             "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?,"
             " updated_at = ? WHERE id = ?",
             (error, to_db_time(next_attempt_at), self._now(), row_id),
@@ -166,7 +165,7 @@ class SqliteOutboxStore(OutboxStore):
 
     @override
     async def mark_dead(self, row_id: int, error: str) -> None:
-        await self._db.write(
+        await self._db.execute(
             "UPDATE outbox SET state = ?, attempts = attempts + 1, last_error = ?,"
             " updated_at = ? WHERE id = ?",
             (OutboxState.DEAD, error, self._now(), row_id),
@@ -174,7 +173,7 @@ class SqliteOutboxStore(OutboxStore):
 
     @override
     async def record_attempt(self, row_id: int, outcome: str, detail: str) -> None:
-        await self._db.write(
+        await self._db.execute(
             "INSERT INTO delivery_attempts (outbox_id, at, outcome, detail) VALUES (?, ?, ?, ?)",
             (row_id, self._now(), outcome, detail),
         )

@@ -84,8 +84,7 @@ def _check_not_newer(current: int, latest: int) -> None:
 async def require_current(db: Database) -> int:
     """The schema version, which must be this build's: for a process that must not migrate."""
     latest = (await asyncio.to_thread(load_migrations))[-1].version
-    async with db.session() as session:
-        current = await _user_version(session)
+    current = await _user_version(db.shared())
     _check_not_newer(current, latest)
     if current < latest:
         raise StoreError(
@@ -99,8 +98,7 @@ async def migrate(db: Database) -> int:
     """Bring the schema up to date; returns the version it is at."""
     migrations = await asyncio.to_thread(load_migrations)
     latest = migrations[-1].version if migrations else 0
-    async with db.session() as session:
-        current = await _user_version(session)
+    current = await _user_version(db.shared())
     _check_not_newer(current, latest)
     if current == latest:
         return current
@@ -109,7 +107,7 @@ async def migrate(db: Database) -> int:
         _check_not_newer(current, latest)
         for migration in migrations[current:]:
             for statement in migration.statements:
-                await tx.write(statement)
+                await tx.execute(statement)
             logger.info("store %s: applied migration %s", db.path, migration.name)
-        await tx.write(f"PRAGMA user_version = {latest:d}")
+        await tx.execute(f"PRAGMA user_version = {latest:d}")
     return latest

@@ -24,7 +24,7 @@ from store.audit import SqliteAuditLog, SqliteSettingsStore
 from store.clarifications import SqliteClarificationStore
 from store.codec import to_db_time
 from store.conversations import SqliteConversationStore, SqliteLinkStore
-from store.db import Clock, Database
+from store.db import OTHER_WRITERS_CHECK_S, Clock, Database
 from store.inbound import SqliteInboundJournal
 from store.outbox import SqliteOutboxStore
 from store.schema import migrate, require_current
@@ -39,10 +39,24 @@ class SqliteStore(Store):
 
     ``clock`` stamps rows the store creates (``recorded_at``, an outbox row's first
     ``next_attempt_at``); give it the clock the rest of the daemon uses.
+    ``other_writers_check_s`` bounds how long a cached row (a user's access status) can
+    miss a change another process committed.
     """
 
-    def __init__(self, path: Path, *, clock: Clock = utc_now, busy_timeout_s: float = 5.0) -> None:
-        self._db = Database(path, clock=clock, busy_timeout_s=busy_timeout_s)
+    def __init__(
+        self,
+        path: Path,
+        *,
+        clock: Clock = utc_now,
+        busy_timeout_s: float = 5.0,
+        other_writers_check_s: float = OTHER_WRITERS_CHECK_S,
+    ) -> None:
+        self._db = Database(
+            path,
+            clock=clock,
+            busy_timeout_s=busy_timeout_s,
+            other_writers_check_s=other_writers_check_s,
+        )
         self._inbound = SqliteInboundJournal(self._db)
         self._conversations = SqliteConversationStore(self._db)
         self._links = SqliteLinkStore(self._db)
@@ -142,7 +156,7 @@ class SqliteStore(Store):
         if not self._db.is_open:
             return False
         try:
-            await self._db.write(
+            await self._db.execute(
                 "INSERT INTO write_probe (id, at) VALUES (1, ?)"
                 " ON CONFLICT (id) DO UPDATE SET at = excluded.at",
                 (to_db_time(self._db.now()),),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -37,7 +37,20 @@ class Admission(StrEnum):
         return self in (Admission.ACCEPTED, Admission.DUPLICATE)
 
 
-Publish = Callable[[InboundMessage], Awaitable[Admission]]
+class Publish(Protocol):
+    """The kernel's intake as adapters see it: call it with one message, or hand it a
+    platform batch with ``many``."""
+
+    async def __call__(self, message: InboundMessage) -> Admission: ...
+
+    async def many(self, messages: Sequence[InboundMessage]) -> list[Admission]:
+        """Admit a batch in order with one journal write; one admission per message.
+
+        Admission stops at the first message refused (queue full, closing): it and every
+        message after it are refused, so a platform that redelivers them keeps their order.
+        """
+        ...
+
 
 WebhookHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

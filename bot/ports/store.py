@@ -33,6 +33,11 @@ class InboundJournal(Protocol):
         """Journal a new message; ``None`` when it was seen before (a redelivery)."""
         ...
 
+    async def record_many(self, entries: Sequence[tuple[InboundMessage, str]]) -> list[int | None]:
+        """``record`` for each (message, correlation id) in one write; a message repeated
+        within the batch is recorded once, the first time."""
+        ...
+
     async def update(
         self,
         entry_id: int,
@@ -69,8 +74,9 @@ class ConversationStore(Protocol):
         """End the key's current thread (kept for history) and start ``thread_id``."""
         ...
 
-    async def touch(self, key: ConversationKey) -> Conversation | None:
-        """Mark the key's active conversation as used now and return it (``None``: none)."""
+    async def current(self, key: ConversationKey) -> Conversation | None:
+        """The key's active conversation (``None``: none), for the hot path: may come from
+        memory. A turn marks its conversation used through the journal's running mark."""
         ...
 
     async def topic_known(self, key: ConversationKey) -> bool:

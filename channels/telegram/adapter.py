@@ -21,6 +21,7 @@ import contextlib
 import logging
 import re
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from telegram import Bot, BotCommand, Update
 from telegram import error as tg
@@ -34,6 +35,7 @@ from bot.errors import AuthFailed, ChannelError, ConfigError, SendError, Transie
 from bot.messages import (
     Attachment,
     Destination,
+    InboundMessage,
     OutboundFile,
     OutboundText,
     Reaction,
@@ -195,7 +197,7 @@ class TelegramChannel(BaseChannel):
         except SendError as exc:
             raise ChannelError(f"deleteWebhook failed: {exc}") from exc
         self._poller = Poller(
-            bot, self._handle_update, self._health,
+            bot, self._handle_updates, self._health,
             timeout_s=self._poll_timeout_s, secret=self._token,
         )  # fmt: skip
         self._poll_task = asyncio.create_task(self._poller.run(), name="channel:telegram:poll")
@@ -231,25 +233,44 @@ class TelegramChannel(BaseChannel):
 
     async def _handle_update(self, update: Update) -> bool:
         """Publish what ``update`` carries; ``True`` when Telegram may forget it."""
+        return await self._handle_updates([update]) == 1
+
+    async def _handle_updates(self, updates: Sequence[Update]) -> int:
+        """Publish a batch with one journal write; how many leading updates Telegram may forget.
+
+        Updates seen already and updates with nothing to act on count as handled; the first
+        update the kernel refuses ends the count (it and the rest are fetched again).
+        """
         self._health.activity()
-        if update.update_id in self._recent:
-            return True
         if not self._intake_open or self._publish is None or self._me is None:
-            return False
+            return 0
+        positions: list[int] = []
+        messages: list[InboundMessage] = []
+        for position, update in enumerate(updates):
+            message = None if update.update_id in self._recent else self._read(update, self._me)
+            if message is not None:
+                positions.append(position)
+                messages.append(message)
+        handled = len(updates)
+        admissions = await self._publish.many(messages) if messages else []
+        for position, admission in zip(positions, admissions, strict=True):
+            if not admission.ack:
+                logger.warning("update %s refused (%s)", updates[position].update_id, admission)
+                handled = position
+                break
+        for update in updates[:handled]:
+            if update.update_id not in self._recent and update.callback_query is not None:
+                self._answer_soon(update.callback_query.id)
+            self._remember(update.update_id)
+        return handled
+
+    @staticmethod
+    def _read(update: Update, me: BotMe) -> InboundMessage | None:
         try:
-            message = to_inbound(update, self._me)
+            return to_inbound(update, me)
         except Exception:
             logger.exception("update %s could not be read; skipping it", update.update_id)
-            message = None
-        if message is not None:
-            admission = await self._publish(message)
-            if not admission.ack:
-                logger.warning("update %s refused (%s)", update.update_id, admission)
-                return False
-        self._remember(update.update_id)
-        if update.callback_query is not None:
-            self._answer_soon(update.callback_query.id)
-        return True
+            return None
 
     async def _handle_webhook_json(self, data: dict[str, object]) -> bool | None:
         bot = self._bot

@@ -4,8 +4,9 @@ Telegram forgets an update once a ``getUpdates`` call asks for a higher ``offset
 ``Updater`` raises the offset as soon as it has *queued* a batch, before any handler ran, so a
 crash right then loses those updates. This loop calls ``bot.get_updates`` itself and moves
 the offset past an update only after ``publish`` recorded it durably (or it was a duplicate
-or carried nothing to act on). An update the kernel refuses (queue full, closing) stops the
-batch; it and the rest are fetched again after a short pause.
+or carried nothing to act on); a whole batch is journaled in one write. An update the kernel
+refuses (queue full, closing) stops the batch; it and the rest are fetched again after a
+short pause.
 
 Errors are handled like PTB's ``network_retry_loop``: ``RetryAfter`` waits as told,
 ``TimedOut`` retries at once, ``InvalidToken`` parks the channel (retried rarely), anything
@@ -33,14 +34,15 @@ PARKED_RETRY_S = 600.0
 REFUSED_PAUSE_S = 1.0
 RETRY_AFTER_SLACK_S = 0.5
 
-UpdateHandler = Callable[[Update], Awaitable[bool]]
+UpdatesHandler = Callable[[Sequence[Update]], Awaitable[int]]
+"""Hands a batch to the kernel; returns how many leading updates Telegram may forget."""
 
 
 class Poller:
     def __init__(
         self,
         bot: Bot,
-        handle: UpdateHandler,
+        handle: UpdatesHandler,
         health: ChannelHealth,
         *,
         timeout_s: float,
@@ -104,13 +106,14 @@ class Poller:
         await asyncio.sleep(delay)
 
     async def _deliver(self, updates: Sequence[Update]) -> None:
-        for update in updates:
-            try:
-                acked = await self._handle(update)
-            except Exception:
-                logger.exception("update %s could not be handed over", update.update_id)
-                acked = False
-            if not acked:
-                await asyncio.sleep(REFUSED_PAUSE_S)
-                return
-            self.offset = update.update_id + 1
+        if not updates:
+            return
+        try:
+            handled = await self._handle(updates)
+        except Exception:
+            logger.exception("updates from %s could not be handed over", updates[0].update_id)
+            handled = 0
+        if handled:
+            self.offset = updates[handled - 1].update_id + 1
+        if handled < len(updates):
+            await asyncio.sleep(REFUSED_PAUSE_S)

@@ -72,10 +72,11 @@ async def test_unregistered_slash_text_is_chat_for_the_agent(tmp_path: Path) -> 
     channel, agent = FakeChannel(), FakeAgent()
     async with running(make_settings(tmp_path), [channel], agent):
         await channel.inject(dm("/tmp/x.csv please", message_id="1"))
+        await channel.wait_text("echo: /tmp/x.csv please")
         await channel.inject(dm("/unregistered thing", message_id="2"))
         await channel.wait_text("echo: /unregistered thing")
     texts = [run.turn.text for run in agent.runs]
-    assert texts[0] == "/tmp/x.csv please"
+    assert texts == ["/tmp/x.csv please", "/unregistered thing"]
 
 
 async def test_reply_to_bot_message_continues_its_thread(tmp_path: Path) -> None:

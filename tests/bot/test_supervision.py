@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,8 +26,14 @@ FAST = SupervisionPolicy(
 )
 
 
-async def _publish(message: InboundMessage) -> Admission:
-    return Admission.ACCEPTED
+class _AcceptAll:
+    """A ``Publish`` for supervision tests, which never deliver messages."""
+
+    async def __call__(self, message: InboundMessage) -> Admission:
+        return Admission.ACCEPTED
+
+    async def many(self, messages: Sequence[InboundMessage]) -> list[Admission]:
+        return [Admission.ACCEPTED] * len(messages)
 
 
 @pytest.fixture
@@ -66,7 +72,7 @@ async def _parked(fleet: Fleet) -> None:
 
 async def _run(hub: ChannelHub, channel: FakeChannel, policy: SupervisionPolicy) -> Fleet:
     hub.add(channel)
-    fleet = Fleet(hub, _publish, policy)
+    fleet = Fleet(hub, _AcceptAll(), policy)
     fleet.supervise(channel.name, lambda: channel)
     return fleet
 

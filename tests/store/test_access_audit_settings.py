@@ -47,6 +47,41 @@ async def test_user_status_is_upserted(store: SqliteStore, clock: ManualClock) -
     assert (telegram[0].changed_by, telegram[0].changed_at) == ("cli", clock.now)
 
 
+async def test_a_status_another_process_changes_is_seen_once_it_is_checked(
+    db_path: Path, clock: ManualClock
+) -> None:
+    """Statuses are cached; the daemon's own changes show at once, another process's changes
+    once the store next asks SQLite whether anyone else wrote (at most every check interval)."""
+    async with (
+        SqliteStore(db_path, clock=clock, other_writers_check_s=3600) as daemon,
+        SqliteStore(db_path, clock=clock) as cli,
+    ):
+        assert await daemon.access.status("telegram", "u1") is None
+        await daemon.access.set_status("telegram", "u1", UserStatus.DENIED, by="admin")
+        assert await daemon.access.status("telegram", "u1") is UserStatus.DENIED
+        await cli.access.set_status("telegram", "u1", UserStatus.APPROVED, by="cli")
+        assert await daemon.access.status("telegram", "u1") is UserStatus.DENIED  # cached
+    async with (
+        SqliteStore(db_path, clock=clock, other_writers_check_s=0) as daemon,
+        SqliteStore(db_path, clock=clock) as cli,
+    ):
+        assert await daemon.access.status("telegram", "u1") is UserStatus.APPROVED
+        await cli.access.set_status("telegram", "u1", UserStatus.DENIED, by="cli")
+        assert await daemon.access.status("telegram", "u1") is UserStatus.DENIED
+
+
+async def test_a_status_read_racing_a_change_does_not_cache_the_old_value(
+    store: SqliteStore,
+) -> None:
+    await store.access.set_status("telegram", "u1", UserStatus.APPROVED, by="admin")
+    assert await store.access.status("telegram", "u1") is UserStatus.APPROVED
+    store_reads = [store.access.status("telegram", "u2") for _ in range(3)]
+    await asyncio.gather(
+        *store_reads, store.access.set_status("telegram", "u2", UserStatus.DENIED, by="admin")
+    )
+    assert await store.access.status("telegram", "u2") is UserStatus.DENIED
+
+
 async def test_pending_pairings_are_unexpired_and_oldest_first(store: SqliteStore) -> None:
     await store.access.add_pairing(pairing("B", user="u2", minutes=10))
     await store.access.add_pairing(pairing("A", user="u1", minutes=0))

@@ -6,9 +6,9 @@ import asyncio
 from datetime import UTC
 from pathlib import Path
 
-from bot.records import MessageLink
+from bot.records import InboundStatus, MessageLink
 from store.sqlite import SqliteStore
-from tests.store.support import ManualClock, destination, key
+from tests.store.support import ManualClock, destination, inbound, key
 
 
 async def test_bind_creates_once_and_then_returns_the_active_thread(
@@ -91,7 +91,7 @@ async def test_absent_topic_and_user_are_distinct_from_present_ones(store: Sqlit
     assert not await store.conversations.topic_known(key(topic_id="y"))
 
 
-async def test_recent_lists_active_conversations_newest_first(
+async def test_recent_lists_active_conversations_most_recently_used_first(
     store: SqliteStore, clock: ManualClock
 ) -> None:
     await store.conversations.bind(key("a"), "ta")
@@ -100,7 +100,9 @@ async def test_recent_lists_active_conversations_newest_first(
     clock.advance(1)
     await store.conversations.bind(key("s", channel="slack"), "ts")
     clock.advance(1)
-    await store.conversations.touch(key("a"))
+    entry = await store.inbound.record(inbound("m1"), "corr-1")
+    assert entry is not None
+    await store.inbound.update(entry, InboundStatus.RUNNING, thread_id="ta")  # a turn on "ta"
     clock.advance(1)
     await store.conversations.rotate(key("b"), "tb2")
 
@@ -134,3 +136,19 @@ async def test_adding_a_link_twice_keeps_the_latest(store: SqliteStore) -> None:
     found = await store.links.lookup("telegram", "", "c1", "sent-1")
     assert found is not None
     assert found.thread_id == "t2"
+
+
+async def test_current_is_remembered_and_follows_bind_and_rotate(db_path: Path) -> None:
+    async with SqliteStore(db_path, other_writers_check_s=3600) as store:
+        assert await store.conversations.current(key("a")) is None
+        await store.conversations.bind(key("a"), "t1")
+        assert (await store.conversations.current(key("a"))).thread_id == "t1"  # type: ignore[union-attr]
+        await store.conversations.rotate(key("a"), "t2")
+        current = await store.conversations.current(key("a"))
+        assert current is not None
+        assert current.thread_id == "t2"
+        racing = await asyncio.gather(
+            store.conversations.current(key("b")), store.conversations.bind(key("b"), "tb")
+        )
+        assert racing[1].thread_id == "tb"
+        assert (await store.conversations.current(key("b"))).thread_id == "tb"  # type: ignore[union-attr]

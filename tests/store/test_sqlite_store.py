@@ -260,3 +260,39 @@ async def test_cancelling_a_write_leaves_all_or_nothing_and_a_usable_store(
     assert pending in (0, 20)
     assert len(await store.outbox.enqueue([*batch, item("after")])) == 21
     assert (await store.outbox.counts())[OutboxState.PENDING] == 21
+
+
+# --------------------------------------------------------------------------- pipelining
+
+
+async def test_a_statement_issued_during_a_failing_transaction_is_not_rolled_back_with_it(
+    store: SqliteStore, clock: ManualClock
+) -> None:
+    """Single statements are queued without waiting for each other, but never inside a
+    transaction another coroutine has open."""
+    request = PairingRequest(
+        channel="telegram", user_id="u1", display_name="Ada", chat_id="c1", code="DUP123",
+        created_at=clock.now, expires_at=clock.advance(3600),
+    )  # fmt: skip
+    await store.access.add_pairing(request)
+    failing, during = await asyncio.gather(
+        store.access.add_pairing(request),  # opens its transaction first, then fails
+        store.settings.set("during", "kept"),
+        return_exceptions=True,
+    )
+    assert isinstance(failing, StoreError)
+    assert during is None
+    assert await store.settings.get("during") == "kept"
+
+
+async def test_concurrent_statements_each_learn_their_own_outcome(store: SqliteStore) -> None:
+    copies = [inbound(f"m{n % 10}") for n in range(30)]  # every message three times
+    ids = await asyncio.gather(
+        *(store.inbound.record(message, f"corr-{n}") for n, message in enumerate(copies))
+    )
+    recorded = [entry_id for entry_id in ids if entry_id is not None]
+    assert len(recorded) == len(set(recorded)) == 10
+    assert ids[:10] == recorded  # the first copy of each is the one recorded
+    rows = await store.outbox.enqueue_rows([item("same")])
+    again = await asyncio.gather(*(store.outbox.enqueue_rows([item("same")]) for _ in range(5)))
+    assert {batch[0].id for batch in again} == {rows[0].id}
