@@ -134,6 +134,7 @@ class TelegramSettings(ChannelSettings):
     mode: Literal["polling", "webhook"] = "polling"
     api_base_url: str = "https://api.telegram.org"
     webhook: TelegramWebhookSettings | None = None
+    max_requests_in_flight: int = Field(default=4, ge=1, le=64)
 
     @override
     def required_secrets(self) -> tuple[str, ...]:

@@ -86,11 +86,16 @@ class Outbox:
 
     # ------------------------------------------------------------------ producers
 
-    async def submit(self, items: Sequence[OutboxItem]) -> list[int]:
-        """Record deliveries durably, then hand the new rows straight to the worker."""
-        if not items:
+    async def submit(
+        self, items: Sequence[OutboxItem], *, finishes: Sequence[int] = ()
+    ) -> list[int]:
+        """Record deliveries durably, then hand the new rows straight to the worker.
+
+        ``finishes``: journal entries this reply answers, marked handled in the same write.
+        """
+        if not items and not finishes:
             return []
-        rows = await self._store.outbox.enqueue_rows(items)
+        rows = await self._store.outbox.enqueue_rows(items, finishes=finishes)
         self._fresh.extend(row for row in rows if row.state is OutboxState.PENDING)
         self._wake.set()
         return [row.id for row in rows]

@@ -39,6 +39,7 @@ class Counters:
             ["channel", "outcome"],
             registry=self.registry,
         )
+        self._inbound: dict[tuple[str, str], Counter] = {}
         self.runs_active = Gauge(
             "switchboard_runs_active", "Agent runs in progress.", registry=self.registry
         )
@@ -80,7 +81,13 @@ class Counters:
         )
 
     def inbound(self, channel: str, outcome: str) -> None:
-        self.inbound_total.labels(channel=channel, outcome=outcome).inc()
+        """Counted for every message: the labelled child is looked up once per pair."""
+        child = self._inbound.get((channel, outcome))
+        if child is None:
+            child = self._inbound[(channel, outcome)] = self.inbound_total.labels(
+                channel=channel, outcome=outcome
+            )
+        child.inc()
 
 
 def log_drop(message: InboundMessage, reason: DropReason) -> None:

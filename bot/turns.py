@@ -51,6 +51,8 @@ from bot.workspace import ThreadWorkspace
 
 logger = logging.getLogger(__name__)
 
+WORKSPACES_REMEMBERED = 4096
+
 TURN_PREFIX = "turn "
 RESUMED_PREFIX = "resumed turn "
 """Journal reasons of running entries: which turn (correlation id) answers them, and
@@ -85,6 +87,7 @@ class _Scope:
 class TurnRunner:
     def __init__(self, deps: TurnDeps) -> None:
         self._d = deps
+        self._workspaces: dict[str, ThreadWorkspace] = {}
 
     async def __call__(self, request: TurnRequest, token: CancelToken) -> None:
         channel = self._d.hub.get(request.key.channel)
@@ -125,8 +128,7 @@ class TurnRunner:
         self, request: TurnRequest, channel: Channel, ctx: ReplyContext, token: CancelToken
     ) -> str:
         assert ctx.thread_id is not None  # noqa: S101 - set by __call__
-        workspace = ThreadWorkspace.for_thread(self._d.settings().state_dir, ctx.thread_id)
-        workspace.create()
+        workspace = self._workspace(ctx.thread_id)
         turn = await self._build_turn(request, channel, workspace)
         stream = ProgressStream(
             channel, self._d.outbox.send_now, self._d.limiter, ctx.tagged("placeholder")
@@ -150,6 +152,17 @@ class TurnRunner:
             logger.exception("turn crashed correlation=%s", ctx.correlation_id)
             await self._fail(scope, "something went wrong on our side")
             return "error"
+
+    def _workspace(self, thread_id: str) -> ThreadWorkspace:
+        """The thread's workspace, its directories made on the thread's first turn here."""
+        workspace = self._workspaces.get(thread_id)
+        if workspace is None:
+            workspace = ThreadWorkspace.for_thread(self._d.settings().state_dir, thread_id)
+            workspace.create()
+            if len(self._workspaces) >= WORKSPACES_REMEMBERED:
+                self._workspaces.clear()
+            self._workspaces[thread_id] = workspace
+        return workspace
 
     async def _consume(self, scope: _Scope, turn: Turn) -> str:
         timeout_s = self._d.settings().agent.run_timeout_s
@@ -215,10 +228,10 @@ class TurnRunner:
         if notes:
             deliveries += plan_text(ctx, "\n".join(notes), caps, kind=OutboundKind.NOTICE)[:1]
         deliveries += uploads
-        await self._d.outbox.submit(_items(ctx, deliveries))
-        await self._react(ctx, Reaction.DONE)
+        answered = [item.entry_id for item in scope.request.items]
+        await self._d.outbox.submit(_items(ctx, deliveries), finishes=answered)
         self._observe_first_reply(scope.request)
-        await self._mark(scope.request, InboundStatus.HANDLED, None)
+        await self._react(ctx, Reaction.DONE)
 
     async def _fail(self, scope: _Scope, reason: str) -> None:
         ctx = scope.ctx

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Final
 
@@ -93,6 +94,10 @@ def decode_delivery(op: str, payload: str) -> Delivery:
 
 def encode_strings(values: tuple[str, ...]) -> str:
     return json.dumps(list(values), ensure_ascii=False)
+
+
+def encode_ints(values: Sequence[int]) -> str:
+    return json.dumps(list(values))
 
 
 def decode_strings(payload: str) -> tuple[str, ...]:

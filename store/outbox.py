@@ -17,11 +17,12 @@ from typing_extensions import override
 
 from bot.errors import StoreError
 from bot.ports import OutboxStore
-from bot.records import DeliveryAttempt, OutboxItem, OutboxRow, OutboxState
+from bot.records import DeliveryAttempt, InboundStatus, OutboxItem, OutboxRow, OutboxState
 from store.codec import (
     decode_delivery,
     decode_strings,
     encode_delivery,
+    encode_ints,
     encode_strings,
     to_db_time,
 )
@@ -76,25 +77,55 @@ class SqliteOutboxStore(OutboxStore):
         return [row.id for row in await self.enqueue_rows(items)]
 
     @override
-    async def enqueue_rows(self, items: Sequence[OutboxItem]) -> list[OutboxRow]:
+    async def enqueue_rows(
+        self, items: Sequence[OutboxItem], *, finishes: Sequence[int] = ()
+    ) -> list[OutboxRow]:
         """Insert all items in one transaction; returns each item's row as it now stands.
 
         A new row is built from what was written, so recording costs no extra read; only an
-        item whose idempotency key exists already is read back.
+        item whose idempotency key exists already is read back. ``finishes`` rides on the
+        first row: its insert marks those entries handled (trigger of migration 0005); when
+        that row existed already (a resumed turn), they are marked by a statement of their own.
         """
         now = self._db.now()
+        done = encode_ints(finishes) if finishes else None
+        if not items:
+            if done is not None:
+                await self._finish(self._db.shared(), done, now)
+            return []
         if len(items) == 1:  # one INSERT is atomic on its own: spare the BEGIN and COMMIT
-            return [await self._insert(self._db.shared(), items[0], now)]
+            session = self._db.shared()
+            row, fresh = await self._insert(session, items[0], now, done)
+            if done is not None and not fresh:
+                await self._finish(session, done, now)
+            return [row]
         async with self._db.transaction() as tx:
-            return [await self._insert(tx, item, now) for item in items]
+            rows: list[OutboxRow] = []
+            for index, item in enumerate(items):
+                row, fresh = await self._insert(tx, item, now, done if index == 0 else None)
+                if index == 0 and done is not None and not fresh:
+                    await self._finish(tx, done, now)
+                rows.append(row)
+            return rows
 
-    async def _insert(self, tx: Session, item: OutboxItem, now: datetime) -> OutboxRow:
+    async def _finish(self, tx: Session, entries: str, now: datetime) -> None:
+        await tx.execute(
+            "UPDATE inbound SET status = ?, updated_at = ?"
+            " WHERE id IN (SELECT value FROM json_each(?))",
+            (InboundStatus.HANDLED, to_db_time(now), entries),
+        )
+
+    async def _insert(
+        self, tx: Session, item: OutboxItem, now: datetime, finishes: str | None
+    ) -> tuple[OutboxRow, bool]:
+        """The item's row, and whether this call created it."""
         op, payload = encode_delivery(item.delivery)
         stamp = to_db_time(now)
         inserted = await tx.row(
             "INSERT INTO outbox (idempotency_key, op, payload, channel, account_id, chat_id,"
             " topic_id, user_id, thread_id, correlation_id, state, next_attempt_at,"
-            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " created_at, updated_at, finishes)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
             (
                 item.idempotency_key,
@@ -107,10 +138,11 @@ class SqliteOutboxStore(OutboxStore):
                 stamp,
                 stamp,
                 stamp,
+                finishes,
             ),
         )
         if inserted is not None:
-            return OutboxRow(
+            fresh = OutboxRow(
                 id=Columns(inserted).integer("id"),
                 item=item,
                 state=OutboxState.PENDING,
@@ -121,10 +153,11 @@ class SqliteOutboxStore(OutboxStore):
                 created_at=now,
                 updated_at=now,
             )
+            return fresh, True
         row = await tx.row(f"{_SELECT} WHERE idempotency_key = ?", (item.idempotency_key,))
         if row is None:
             raise StoreError(f"outbox row {item.idempotency_key!r} vanished while enqueueing")
-        return _outbox_row(row)
+        return _outbox_row(row), False
 
     @override
     async def due(self, now: datetime, limit: int = 100) -> list[OutboxRow]:

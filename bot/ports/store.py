@@ -103,8 +103,14 @@ class OutboxStore(Protocol):
         """Record deliveries; an item whose idempotency key exists keeps its old row."""
         ...
 
-    async def enqueue_rows(self, items: Sequence[OutboxItem]) -> list[OutboxRow]:
-        """Like ``enqueue``, returning each item's row as it now stands (sent, if it was)."""
+    async def enqueue_rows(
+        self, items: Sequence[OutboxItem], *, finishes: Sequence[int] = ()
+    ) -> list[OutboxRow]:
+        """Like ``enqueue``, returning each item's row as it now stands (sent, if it was).
+
+        ``finishes``: inbound journal entries these deliveries answer, marked handled in the
+        same write (a reply is never recorded without its messages being finished).
+        """
         ...
 
     async def due(self, now: datetime, limit: int = 100) -> list[OutboxRow]: ...

@@ -49,6 +49,7 @@ from channels.telegram.errors import redact, sdk_errors
 from channels.telegram.inbound import BotMe, to_inbound
 from channels.telegram.outbound import DOCUMENT_LIMIT, PHOTO_LIMIT, Outbound
 from channels.telegram.polling import ALLOWED_UPDATES, Poller
+from channels.telegram.request import BoundedRequest
 from channels.telegram.webhook import WebhookReceiver
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class TelegramChannel(BaseChannel):
             raise ConfigError("channels.telegram.token: required when the channel is enabled")
         self._token = block.token.get_secret_value()
         self._api = block.api_base_url.rstrip("/")
+        self._in_flight = block.max_requests_in_flight
         self._health = context.health
         self._poll_timeout_s = poll_timeout_s
         if capabilities is not None:
@@ -111,9 +113,7 @@ class TelegramChannel(BaseChannel):
             self._token,
             base_url=f"{self._api}/bot",
             base_file_url=f"{self._api}/file/bot",
-            request=HTTPXRequest(
-                connection_pool_size=64, read_timeout=15.0, write_timeout=15.0, pool_timeout=10.0
-            ),
+            request=BoundedRequest(self._in_flight, read_timeout=15.0, write_timeout=15.0),
             get_updates_request=HTTPXRequest(connection_pool_size=2, read_timeout=10.0),
         )
 

@@ -18,9 +18,9 @@ from bot.messages import (
     RenderMode,
     TextEdit,
 )
-from bot.records import OutboxState
+from bot.records import InboundStatus, OutboxState
 from store.sqlite import SqliteStore
-from tests.store.support import ManualClock, destination, item, key
+from tests.store.support import ManualClock, destination, inbound, item, key
 
 DELIVERIES: list[Delivery] = [
     OutboundText(
@@ -206,3 +206,36 @@ async def test_pending_rows_are_resumed_after_the_store_is_reopened(
         assert due[0].last_error == "timeout"
         # the idempotency keys are durable too
         assert await store.outbox.enqueue([item("k0"), item("k3")]) == [ids[0], ids[3]]
+
+
+async def test_recording_a_reply_finishes_the_messages_it_answers(store: SqliteStore) -> None:
+    first = await store.inbound.record(inbound("m1"), "corr-1")
+    second = await store.inbound.record(inbound("m2"), "corr-2")
+    assert first is not None
+    assert second is not None
+    await store.outbox.enqueue_rows([item("reply")], finishes=[first, second])
+    for entry_id in (first, second):
+        entry = await store.inbound.get(entry_id)
+        assert entry is not None
+        assert entry.status is InboundStatus.HANDLED
+    assert await store.inbound.unfinished() == []
+
+
+async def test_a_reply_recorded_before_still_finishes_a_resumed_turns_messages(
+    store: SqliteStore,
+) -> None:
+    """The reply row exists from before a restart (same idempotency key), so no insert runs;
+    the messages are finished anyway, in one transaction for a multi-part reply."""
+    await store.outbox.enqueue_rows([item("part-1"), item("part-2")])
+    entry = await store.inbound.record(inbound("m1"), "corr-1")
+    assert entry is not None
+    await store.outbox.enqueue_rows([item("part-1"), item("part-2")], finishes=[entry])
+    found = await store.inbound.get(entry)
+    assert found is not None
+    assert found.status is InboundStatus.HANDLED
+    single = await store.inbound.record(inbound("m2"), "corr-2")
+    assert single is not None
+    await store.outbox.enqueue_rows([item("part-1")], finishes=[single])
+    found = await store.inbound.get(single)
+    assert found is not None
+    assert found.status is InboundStatus.HANDLED

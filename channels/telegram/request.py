@@ -1,0 +1,48 @@
+"""PTB's HTTPX transport with a bound on Bot API calls in flight.
+
+Each concurrent request costs CPU in httpx's connection pool (it scans every connection on
+every request), so twenty chats answered at once cost far more per message than the same
+answers sent a few at a time (`bench/telegram_throughput.py`). Telegram takes about 30
+messages a second per bot; with a 50-150 ms round trip to the Bot API, four calls in flight
+carry 25-80 calls a second. Operators far from the Bot API raise
+``channels.telegram.max_requests_in_flight``.
+
+Only calls through the bot's request object are bounded; ``getUpdates`` has its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from telegram._utils.defaultvalue import DEFAULT_NONE
+from telegram._utils.types import ODVInput
+from telegram.request import HTTPXRequest, RequestData
+from typing_extensions import override
+
+
+class BoundedRequest(HTTPXRequest):
+    def __init__(self, in_flight: int, *, read_timeout: float, write_timeout: float) -> None:
+        super().__init__(
+            connection_pool_size=in_flight,
+            read_timeout=read_timeout,
+            write_timeout=write_timeout,
+        )
+        self._slots = asyncio.Semaphore(in_flight)
+
+    @override
+    async def do_request(
+        self,
+        url: str,
+        method: str,
+        request_data: RequestData | None = None,
+        read_timeout: ODVInput[float] = DEFAULT_NONE,
+        write_timeout: ODVInput[float] = DEFAULT_NONE,
+        connect_timeout: ODVInput[float] = DEFAULT_NONE,
+        pool_timeout: ODVInput[float] = DEFAULT_NONE,
+    ) -> tuple[int, bytes]:
+        """Wait for a free slot, then send as ``HTTPXRequest`` does (the pool never waits)."""
+        async with self._slots:
+            return await super().do_request(
+                url, method, request_data, read_timeout, write_timeout, connect_timeout,
+                pool_timeout,
+            )  # fmt: skip
