@@ -17,7 +17,9 @@ which the two processes share).
 Telegram's flood limits and would otherwise dominate (1 msg/s per chat by design); the fake
 has no flood limits, so this measures the stack's own cost. ``--pacing telegram`` keeps it.
 
-Prints one JSON line.
+Both bots run ``--rounds`` times, alternating, each Switchboard round on a fresh state
+directory; the figures are the medians over rounds (this machine's speed drifts between runs),
+and the ratio of each round is listed too. Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -261,30 +263,49 @@ def _peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def _median(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {name: round(statistics.median(run[name] for run in runs), 2) for name in runs[0]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chats", type=int, default=20)
     parser.add_argument("--messages", type=int, default=25, help="per chat")
     parser.add_argument("--pacing", choices=("off", "telegram"), default="off")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="alternating runs of each bot; medians reported"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
+    pacing = args.pacing == "telegram"
+    raw_runs: list[dict[str, float]] = []
+    ours_runs: list[dict[str, float]] = []
     with Platform() as platform, tempfile.TemporaryDirectory() as state:
-        baseline = _peak_rss_mb()
-        raw_chats = list(range(RAW_CHATS_FROM, RAW_CHATS_FROM + args.chats))
-        raw = asyncio.run(run_raw(platform, raw_chats, args.messages))
-        after_raw = _peak_rss_mb()
-        ours_chats = list(range(OURS_CHATS_FROM, OURS_CHATS_FROM + args.chats))
-        pacing = args.pacing == "telegram"
-        ours = asyncio.run(
-            run_switchboard(platform, ours_chats, args.messages, Path(state), pacing=pacing)
-        )
+        baseline = after_raw = _peak_rss_mb()
+        for index in range(args.rounds):
+            first = index * args.chats
+            raw_chats = list(range(RAW_CHATS_FROM + first, RAW_CHATS_FROM + first + args.chats))
+            raw = asyncio.run(run_raw(platform, raw_chats, args.messages))
+            raw_runs.append(raw.summary())
+            after_raw = after_raw if index else _peak_rss_mb()
+            ours_chats = list(range(OURS_CHATS_FROM + first, OURS_CHATS_FROM + first + args.chats))
+            state_dir = Path(state) / f"round-{index}"
+            ours = asyncio.run(
+                run_switchboard(platform, ours_chats, args.messages, state_dir, pacing=pacing)
+            )
+            ours_runs.append(ours.summary())
         after_ours = _peak_rss_mb()
-    raw_s, ours_s = raw.summary(), ours.summary()
+    raw_s, ours_s = _median(raw_runs), _median(ours_runs)
+    per_round = [
+        round(o["messages_per_s"] / r["messages_per_s"], 3)
+        for r, o in zip(raw_runs, ours_runs, strict=True)
+    ]
     result = {
         "bench": "telegram_throughput", "chats": args.chats, "messages_per_chat": args.messages,
-        "pacing": args.pacing, "durability": "sqlite", "raw_ptb_echo": raw_s,
-        "switchboard": ours_s,
+        "pacing": args.pacing, "durability": "sqlite", "rounds": args.rounds,
+        "raw_ptb_echo": raw_s, "switchboard": ours_s,
         "throughput_ratio": round(ours_s["messages_per_s"] / raw_s["messages_per_s"], 3),
+        "throughput_ratio_per_round": per_round,
         "added_p50_ms": round(ours_s["p50_ms"] - raw_s["p50_ms"], 2),
         "added_p99_ms": round(ours_s["p99_ms"] - raw_s["p99_ms"], 2),
         "peak_rss_mb": {"before": baseline, "after_raw": after_raw, "after_switchboard":

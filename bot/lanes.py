@@ -3,6 +3,10 @@
 Each ConversationKey gets a lane only while it has work. A lane runs one turn at a time;
 a lane waiting for a global slot holds a semaphore place in line, not a worker, so a slow
 conversation never delays another beyond the global bound.
+
+A lane's driver task runs its turns itself (a task per turn cost more than a short turn's
+own bookkeeping). Stopping a turn cancels the driver; the driver takes that cancellation at
+the turn's boundary, recognised by the turn's ``CancelToken``, and goes on with the lane.
 """
 
 from __future__ import annotations
@@ -79,12 +83,10 @@ class _Lane:
     key: ConversationKey
     pending: deque[TurnRequest] = field(default_factory=deque)
     driver: asyncio.Task[None] | None = None
-    turn: asyncio.Task[None] | None = None
+    """Runs the lane's turns one after another, itself: no task per turn."""
+    running: bool = False
+    """A turn is in progress on the driver (cancelling the driver cancels just the turn)."""
     token: CancelToken = field(default_factory=CancelToken)
-
-    @property
-    def running(self) -> bool:
-        return self.turn is not None and not self.turn.done()
 
 
 class Lanes:
@@ -142,29 +144,40 @@ class Lanes:
         return was_running, cleared
 
     def _cancel_turn(self, lane: _Lane, reason: CancelReason) -> None:
-        if lane.turn is not None and not lane.turn.done():
+        if lane.running and lane.driver is not None and lane.token.reason is None:
             lane.token.reason = reason
-            lane.turn.cancel()
+            lane.driver.cancel()
 
     async def _drive(self, lane: _Lane) -> None:
         try:
             while lane.pending:
                 request = self._next(lane)
                 async with self._slots:
-                    lane.token = CancelToken()
-                    lane.turn = asyncio.create_task(
-                        self._runner(request, lane.token), name=f"turn:{lane.key.describe()}"
-                    )
-                    await asyncio.wait({lane.turn})
-                    if not lane.turn.cancelled() and lane.turn.exception() is not None:
-                        logger.error("turn failed", exc_info=lane.turn.exception())
+                    await self._turn(lane, request)
         finally:
             lane.driver = None
-            lane.turn = None
+            lane.running = False
             if not lane.pending:
                 self._lanes.pop(lane.key, None)
             if not any(lane.driver for lane in self._lanes.values()):
                 self._idle.set()
+
+    async def _turn(self, lane: _Lane, request: TurnRequest) -> None:
+        """Run one turn on the driver; a cancellation of the turn ends here, not the driver."""
+        token = lane.token = CancelToken()
+        lane.running = True
+        try:
+            await self._runner(request, token)
+        except asyncio.CancelledError:
+            if token.reason is None:
+                raise  # the driver itself is being cancelled
+            task = asyncio.current_task()
+            while task is not None and task.cancelling():
+                task.uncancel()
+        except Exception:
+            logger.exception("turn failed")
+        finally:
+            lane.running = False
 
     @staticmethod
     def _next(lane: _Lane) -> TurnRequest:
@@ -187,13 +200,14 @@ class Lanes:
         leftovers = [request for lane in self._lanes.values() for request in lane.pending]
         for lane in self._lanes.values():
             lane.pending.clear()
-        running = [lane.turn for lane in self._lanes.values() if lane.turn and not lane.turn.done()]
+        running = [lane.driver for lane in self._lanes.values() if lane.running and lane.driver]
         if running:
             await asyncio.wait(running, timeout=grace_s)
+        cancelled = [lane.driver for lane in self._lanes.values() if lane.running and lane.driver]
         for lane in list(self._lanes.values()):
             self._cancel_turn(lane, CancelReason.SHUTDOWN)
-        cancelled = [lane.turn for lane in self._lanes.values() if lane.turn is not None]
-        await asyncio.gather(*cancelled, return_exceptions=True)
+        if cancelled:
+            await asyncio.wait(cancelled)  # each finishes its turn visibly, then stops
         drivers = [lane.driver for lane in self._lanes.values() if lane.driver is not None]
         for driver in drivers:
             driver.cancel()
