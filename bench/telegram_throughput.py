@@ -19,7 +19,14 @@ has no flood limits, so this measures the stack's own cost. ``--pacing telegram`
 
 Both bots run ``--rounds`` times, alternating, each Switchboard round on a fresh state
 directory; the figures are the medians over rounds (this machine's speed drifts between runs),
-and the ratio of each round is listed too. Prints one JSON line.
+and the ratio of each round is listed too.
+
+With two CPUs or more, the bot under test is pinned to one CPU and the fake with its load to
+another (``--no-pin`` turns that off), the usual way to keep a load generator from stealing
+the measured process's CPU. It matters for Switchboard more than for the raw bot: unpinned,
+the daemon's event loop and aiosqlite's worker thread hand the GIL to each other across CPUs
+for every store statement, which costs more than the statement; both bots get the same one
+CPU. Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import asyncio
 import json
 import logging
 import multiprocessing
+import os
 import re
 import resource
 import statistics
@@ -117,8 +125,10 @@ class Endpoints:
     api_origin: str
 
 
-def _serve(conn: Connection) -> None:
+def _serve(conn: Connection, cpu: int | None) -> None:
     """The child process: the fake Bot API, and the load driver on request."""
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
     with FakeTelegram() as fake:
         conn.send(Endpoints(fake.token, fake.base_url, fake.base_file_url, fake.api_origin))
         while (request := conn.recv()) is not None:
@@ -128,10 +138,10 @@ def _serve(conn: Connection) -> None:
 class Platform:
     """``with Platform() as platform:`` — the fake Telegram and its load in a child process."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, cpu: int | None = None) -> None:
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child,), name="fake-telegram")
+        self._process = context.Process(target=_serve, args=(child, cpu), name="fake-telegram")
 
         self._endpoints: Endpoints | None = None
 
@@ -263,6 +273,14 @@ def _peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def _cpus(*, pin: bool) -> tuple[int, int] | None:
+    """(bot CPU, platform CPU), or ``None`` when not pinning."""
+    if not pin or not hasattr(os, "sched_setaffinity"):
+        return None
+    available = sorted(os.sched_getaffinity(0))
+    return (available[0], available[1]) if len(available) >= 2 else None
+
+
 def _median(runs: list[dict[str, float]]) -> dict[str, float]:
     return {name: round(statistics.median(run[name] for run in runs), 2) for name in runs[0]}
 
@@ -275,12 +293,22 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=3, help="alternating runs of each bot; medians reported"
     )
+    parser.add_argument(
+        "--pin",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="bot and fake on separate CPUs (default: yes, given two CPUs)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     pacing = args.pacing == "telegram"
+    cpus = _cpus(pin=args.pin)
+    if cpus is not None:
+        os.sched_setaffinity(0, {cpus[0]})
     raw_runs: list[dict[str, float]] = []
     ours_runs: list[dict[str, float]] = []
-    with Platform() as platform, tempfile.TemporaryDirectory() as state:
+    platform_cpu = None if cpus is None else cpus[1]
+    with Platform(cpu=platform_cpu) as platform, tempfile.TemporaryDirectory() as state:
         baseline = after_raw = _peak_rss_mb()
         for index in range(args.rounds):
             first = index * args.chats
@@ -303,6 +331,7 @@ def main() -> None:
     result = {
         "bench": "telegram_throughput", "chats": args.chats, "messages_per_chat": args.messages,
         "pacing": args.pacing, "durability": "sqlite", "rounds": args.rounds,
+        "cpus": None if cpus is None else {"bot": cpus[0], "platform": cpus[1]},
         "raw_ptb_echo": raw_s, "switchboard": ours_s,
         "throughput_ratio": round(ours_s["messages_per_s"] / raw_s["messages_per_s"], 3),
         "throughput_ratio_per_round": per_round,
