@@ -82,6 +82,8 @@ class Outbox:
         self._repoll = False
         self._timers: list[datetime] = []
         self._alarm: asyncio.TimerHandle | None = None
+        self._polling = False
+        self._running = False
         self._held: dict[DestinationKey, datetime] = {}
 
     # ------------------------------------------------------------------ producers
@@ -96,8 +98,7 @@ class Outbox:
         if not items and not finishes:
             return []
         rows = await self._store.outbox.enqueue_rows(items, finishes=finishes)
-        self._fresh.extend(row for row in rows if row.state is OutboxState.PENDING)
-        self._wake.set()
+        self._hand_over([row for row in rows if row.state is OutboxState.PENDING])
         return [row.id for row in rows]
 
     async def send_now(self, item: OutboxItem) -> SentRef | None:
@@ -112,12 +113,22 @@ class Outbox:
             return None
         future: asyncio.Future[SentRef | None] = asyncio.get_running_loop().create_future()
         self._waiters[row.id] = future
-        self._fresh.append(row)
-        self._wake.set()
+        self._hand_over([row])
         try:
             return await future
         finally:
             self._waiters.pop(row.id, None)
+
+    def _hand_over(self, rows: list[OutboxRow]) -> None:
+        """Start sending new rows at once, or leave them to the worker while it has rows or a
+        store poll of its own in hand (it merges them in id order, which keeps chats in order)."""
+        if not rows:
+            return
+        if not self._running or self._polling or self._poll or self._fresh:
+            self._fresh.extend(rows)
+            self._wake.set()
+            return
+        self._route({row.id: row for row in rows}, polled=set())
 
     def mark_reachable(self, key: DestinationKey) -> None:
         """A chat that wrote to us again can be tried again after forbidden/not found."""
@@ -133,12 +144,14 @@ class Outbox:
         ``switchboard outbox retry`` (at least every ``IDLE_POLL_S``).
         """
         self._poll = True
+        self._running = True
         try:
             while True:
                 self._wake.clear()
                 await self._dispatch()
                 await self._sleep()
         finally:
+            self._running = False
             if self._alarm is not None:
                 self._alarm.cancel()
                 self._alarm = None
@@ -149,12 +162,20 @@ class Outbox:
         polled: set[int] = set()
         if self._poll:
             self._poll = False
-            for row in await self._store.outbox.due(self._clock(), limit=500):
-                rows.setdefault(row.id, row)
-                polled.add(row.id)
-            next_due = await self._store.outbox.next_due_at()
+            self._polling = True
+            try:
+                for row in await self._store.outbox.due(self._clock(), limit=500):
+                    rows.setdefault(row.id, row)
+                    polled.add(row.id)
+                next_due = await self._store.outbox.next_due_at()
+            finally:
+                self._polling = False
             if next_due is not None and next_due > self._clock():
                 self._schedule(next_due)  # rows left waiting, also by an earlier process
+        self._route(rows, polled)
+
+    def _route(self, rows: dict[int, OutboxRow], polled: set[int]) -> None:
+        """Start a sender per chat, or queue rows behind the chat's sender at work."""
         groups: dict[DestinationKey, list[OutboxRow]] = {}
         for row_id in sorted(rows.keys() - self._claimed - self._finished):
             row = rows[row_id]

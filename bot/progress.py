@@ -59,12 +59,19 @@ class ProgressStream:
         self.placeholder_id: str | None = None
         self._creating: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._quiet: asyncio.TimerHandle | None = None
 
     @property
     def text(self) -> str:
         return self._text
 
     def start(self) -> None:
+        """Begin showing progress once the quiet start has passed (a turn that ends sooner
+        costs one timer, no tasks)."""
+        self._quiet = asyncio.get_running_loop().call_later(self._quiet_s, self._begin)
+
+    def _begin(self) -> None:
+        self._quiet = None
         caps = self._channel.capabilities
         name = self._ctx.destination.chat_id
         if caps.typing:
@@ -82,6 +89,9 @@ class ProgressStream:
         A placeholder send already under way is waited for, so the final edit replaces it
         instead of leaving it behind.
         """
+        if self._quiet is not None:
+            self._quiet.cancel()
+            self._quiet = None
         if self._creating is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._creating)
@@ -93,7 +103,6 @@ class ProgressStream:
 
     async def _typing(self) -> None:
         """Show "typing" until visible text exists, refreshed before the platform drops it."""
-        await asyncio.sleep(self._quiet_s)
         while self.placeholder_id is None:
             with contextlib.suppress(SendError):
                 await self._channel.show_typing(self._ctx.destination)
@@ -103,7 +112,6 @@ class ProgressStream:
 
     async def _edits(self) -> None:
         last_edit = 0.0
-        await asyncio.sleep(self._quiet_s)
         while True:
             await self._changed.wait()
             self._changed.clear()
