@@ -154,3 +154,22 @@ async def test_full_queue_rejects_before_journaling(tmp_path: Path) -> None:
         assert await store.inbound.find("fake", "2") == []
         await bus.get()
         assert await intake.publish(dm("two", message_id="2")) is Admission.ACCEPTED
+
+
+async def test_a_batch_is_admitted_in_order_up_to_the_first_refusal(tmp_path: Path) -> None:
+    """A platform batch: one journal write; a repeat within it is a duplicate; once the queue
+    is full every later message is refused too, so their redelivery keeps the order."""
+    async with SqliteStore.from_state_dir(tmp_path) as store:
+        bus = InboundBus(capacity=3)
+        intake = Intake(store, bus, Counters())
+        batch = [dm(text, message_id=mid) for text, mid in
+                 [("a", "1"), ("b", "2"), ("a again", "1"), ("c", "3"), ("d", "4")]]  # fmt: skip
+        admissions = await intake.many(batch)
+        assert admissions == [
+            Admission.ACCEPTED, Admission.ACCEPTED, Admission.DUPLICATE,
+            Admission.QUEUE_FULL, Admission.QUEUE_FULL,
+        ]  # fmt: skip
+        assert [(await bus.get()).message.text for _ in range(2)] == ["a", "b"]
+        assert await store.inbound.find("fake", "3") == []
+        assert await intake.many(batch[3:]) == [Admission.ACCEPTED, Admission.ACCEPTED]
+        assert [(await bus.get()).message.text for _ in range(2)] == ["c", "d"]
