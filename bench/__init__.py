@@ -1,0 +1,1 @@
+"""Benchmarks (SPEC §16): each script prints one JSON line; the README reports them."""
