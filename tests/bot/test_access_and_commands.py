@@ -6,8 +6,11 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from bot.records import InboundStatus
-from tests.bot.harness import make_settings, running
+from bot.app import Daemon, DaemonOptions, Overrides
+from bot.messages import utc_now
+from bot.records import InboundStatus, UserStatus
+from store.sqlite import DB_FILENAME, SqliteStore
+from tests.bot.harness import make_settings, running, started
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel, dm, group
 
@@ -39,6 +42,26 @@ async def test_pairing_code_then_approve_lets_the_user_in(tmp_path: Path) -> Non
     assert {entry.action for entry in audit} >= {"/approve", "/pairing"}
     assert first.status is InboundStatus.DROPPED
     assert first.reason == "not_allowed"
+
+
+async def test_an_approval_from_another_process_lets_the_user_in(tmp_path: Path) -> None:
+    """``switchboard pairing approve`` writes from another process while the daemon runs; the
+    daemon's cached access statuses notice at their next check (every time, here)."""
+    channel, agent = FakeChannel(), FakeAgent()
+    store = SqliteStore(tmp_path / DB_FILENAME, other_writers_check_s=0)
+    overrides = Overrides(channels=[channel], agent=agent, store=store)
+    daemon = Daemon(make_settings(tmp_path, access=PAIRING), DaemonOptions(overrides=overrides))
+    async with started(daemon):
+        await channel.inject(dm("hello?", message_id="1", user="eve"))
+        notice = await channel.wait_text("access code")
+        code = re.search(r"`([A-Z2-9]{8})`", notice.text)
+        assert code is not None
+        async with SqliteStore(tmp_path / DB_FILENAME) as cli:
+            assert await cli.access.take_pairing(code.group(1), utc_now()) is not None
+            await cli.access.set_status("fake", "eve", UserStatus.APPROVED, "cli:operator")
+        await channel.inject(dm("now?", message_id="2", user="eve"))
+        await channel.wait_text("echo: now?")
+    assert [run.turn.text for run in agent.runs] == ["now?"]
 
 
 async def test_allowlist_drops_unknown_users_silently(tmp_path: Path) -> None:
