@@ -25,9 +25,9 @@ import logging
 import math
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -44,6 +44,15 @@ Gate = Callable[[], Awaitable[None]]
 
 OTHER_WRITERS_CHECK_S = 1.0
 """How often ``generation`` asks SQLite whether another process committed something."""
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Parameter rows of one statement, gathered while the loop finishes its iteration."""
+
+    sql: str
+    rows: list[Params]
+    flush: asyncio.Task[None] = field(init=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +91,15 @@ class Session:
     async def execute(self, sql: str, params: Params = ()) -> None:
         """Run a statement whose outcome nobody reads, in one trip."""
         await self.rows(sql, params)
+
+    async def execute_many(self, sql: str, rows: Sequence[Params]) -> None:
+        """Run one statement for each parameter row (two trips: the rows, closing the cursor)."""
+        await self._gate()
+        try:
+            cursor = await self._conn.executemany(sql, rows)
+            await cursor.close()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from exc
 
     async def write(self, sql: str, params: Params = ()) -> Written:
         """Run a statement and report its row count and last row id (two trips)."""
@@ -123,6 +141,8 @@ class Database:
         """Held by a transaction (and by ``close``) from ``BEGIN`` until its end is queued."""
         self._no_transaction = asyncio.Event()
         self._no_transaction.set()
+        self._batches: dict[str, _Batch] = {}
+        self._flushes: set[asyncio.Task[None]] = set()
         self._data_version: int | None = None
         self._generation = 0
         self._checked_at = -math.inf
@@ -162,6 +182,8 @@ class Database:
             await session.execute(f"PRAGMA {pragma}")
 
     async def close(self) -> None:
+        if self._flushes:  # batched statements already promised to their callers
+            await asyncio.gather(*self._flushes, return_exceptions=True)
         conn, self._conn = self._conn, None
         if conn is None:
             return
@@ -236,3 +258,32 @@ class Database:
 
     async def write(self, sql: str, params: Params = ()) -> Written:
         return await self.shared().write(sql, params)
+
+    async def execute_batched(self, sql: str, params: Params) -> None:
+        """``execute``, sent together with every other call of the same statement made before
+        the event loop's next iteration (one ``executemany`` for all of them).
+
+        For statements many coroutines issue at once (marking journal entries, marking outbox
+        rows sent): each caller still returns only once its row is written, and gets the
+        batch's error if it failed. The batch is written by a task of the database's own, so
+        a caller that is cancelled does not take the others' rows with it.
+        """
+        batch = self._batches.get(sql)
+        if batch is None:
+            batch = self._batches[sql] = _Batch(sql=sql, rows=[])
+            batch.flush = asyncio.get_running_loop().create_task(
+                self._flush(batch), name="store:batch"
+            )
+            self._flushes.add(batch.flush)
+            batch.flush.add_done_callback(self._flushes.discard)
+        batch.rows.append(params)
+        await asyncio.shield(batch.flush)
+
+    async def _flush(self, batch: _Batch) -> None:
+        if self._batches.get(batch.sql) is batch:
+            del self._batches[batch.sql]  # calls from now on start the next batch
+        session = self.shared()
+        if len(batch.rows) == 1:
+            await session.execute(batch.sql, batch.rows[0])
+        else:
+            await session.execute_many(batch.sql, batch.rows)

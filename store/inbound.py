@@ -100,7 +100,7 @@ class SqliteInboundJournal(InboundJournal):
     ) -> None:
         """Set the status; ``reason``, ``key`` and ``thread_id`` change only when given."""
         key_params: Params = (None,) * 5 if key is None else key_values(key)
-        await self._db.execute(
+        await self._db.execute_batched(
             "UPDATE inbound SET status = ?, updated_at = ?,"
             " reason = COALESCE(?, reason),"
             " key_channel = COALESCE(?, key_channel),"

@@ -182,7 +182,7 @@ class SqliteOutboxStore(OutboxStore):
 
     @override
     async def mark_sent(self, row_id: int, message_ids: tuple[str, ...]) -> None:
-        await self._db.execute(
+        await self._db.execute_batched(
             "UPDATE outbox SET state = ?, attempts = attempts + 1, sent_message_ids = ?,"
             " updated_at = ? WHERE id = ?",
             (OutboxState.SENT, encode_strings(message_ids), self._now(), row_id),

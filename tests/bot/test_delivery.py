@@ -20,6 +20,7 @@ async def test_transient_failure_is_retried(tmp_path: Path) -> None:
     async with running(make_settings(tmp_path), [channel], agent) as daemon:
         await channel.inject(dm("hi", message_id="1"))
         await channel.wait_text("echo: hi", within=10)
+        await daemon.kernel.outbox.wait_idle()  # the send is marked after the platform took it
         rows = await daemon.kernel.store.outbox.listing()
     assert [row.state for row in rows] == [OutboxState.SENT]
     assert rows[0].attempts == 2
@@ -31,6 +32,7 @@ async def test_rate_limit_waits_the_platform_delay(tmp_path: Path) -> None:
     async with running(make_settings(tmp_path), [channel], agent) as daemon:
         await channel.inject(dm("hi", message_id="1"))
         await channel.wait_text("echo: hi", within=10)
+        await daemon.kernel.outbox.wait_idle()
         (row,) = await daemon.kernel.store.outbox.listing()
     assert row.last_error is not None
     assert "rate_limited" in row.last_error

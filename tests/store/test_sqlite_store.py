@@ -10,7 +10,7 @@ import aiosqlite
 import pytest
 
 from bot.errors import StoreError
-from bot.records import OutboxState, PairingRequest
+from bot.records import InboundStatus, OutboxState, PairingRequest
 from store.schema import latest_version, load_migrations, split_statements
 from store.sqlite import SqliteStore
 from tests.store.support import ManualClock, inbound, item, key
@@ -296,3 +296,39 @@ async def test_concurrent_statements_each_learn_their_own_outcome(store: SqliteS
     rows = await store.outbox.enqueue_rows([item("same")])
     again = await asyncio.gather(*(store.outbox.enqueue_rows([item("same")]) for _ in range(5)))
     assert {batch[0].id for batch in again} == {rows[0].id}
+
+
+async def test_marks_made_together_are_written_together_and_each_caller_waits_for_its_own(
+    store: SqliteStore,
+) -> None:
+    ids = [await store.inbound.record(inbound(f"m{n}"), f"corr-{n}") for n in range(5)]
+    entries = [entry_id for entry_id in ids if entry_id is not None]
+
+    async def mark(entry_id: int) -> InboundStatus:
+        await store.inbound.update(entry_id, InboundStatus.HANDLED, reason=f"r{entry_id}")
+        found = await store.inbound.get(entry_id)  # written by the time update returns
+        assert found is not None
+        return found.status
+
+    assert (
+        await asyncio.gather(*(mark(entry_id) for entry_id in entries))
+        == [InboundStatus.HANDLED] * 5
+    )
+
+
+async def test_a_cancelled_caller_does_not_take_the_batch_with_it(store: SqliteStore) -> None:
+    ids = [await store.inbound.record(inbound(f"m{n}"), f"corr-{n}") for n in range(3)]
+    first, second, third = (entry_id for entry_id in ids if entry_id is not None)
+    tasks = [
+        asyncio.create_task(store.inbound.update(entry_id, InboundStatus.FAILED))
+        for entry_id in (first, second, third)
+    ]
+    await asyncio.sleep(0)  # all three have joined one batch
+    tasks[0].cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(results[0], asyncio.CancelledError)
+    assert results[1:] == [None, None]
+    for entry_id in (first, second, third):  # the cancelled caller's row was written too
+        found = await store.inbound.get(entry_id)
+        assert found is not None
+        assert found.status is InboundStatus.FAILED
