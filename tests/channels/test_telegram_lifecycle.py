@@ -108,3 +108,26 @@ async def test_probe_reports_the_bot_or_the_reason(tmp_path: Path) -> None:
     gone = TelegramChannel(telegram_settings(tmp_path, fake), context)
     with pytest.raises(ChannelError, match="not reachable"):
         await gone.probe()
+
+
+async def test_a_batch_larger_than_the_inbound_queue_is_taken_in_order(tmp_path: Path) -> None:
+    """One getUpdates answer holds more messages than the queue has room for: the kernel takes
+    what fits (one journal write), the rest is fetched again, and Telegram's order is kept."""
+    agent = FakeAgent()
+    chats = [100 + n for n in range(5)]
+    with FakeTelegram() as fake:
+        pushed = [fake.push_message(f"m{n}", chat_id=chat, user_id=chat) for n, chat in
+                  enumerate(chats)]  # fmt: skip
+        settings = telegram_settings(tmp_path, fake, daemon={"inbound_queue_size": 2})
+        async with telegram_daemon(settings, agent) as run:
+            for n, chat in enumerate(chats):
+                await wait_text(fake, chat, f"echo: m{n}", within=15)
+            await run.settle()
+            journal = []
+            for update in pushed:
+                message = update["message"]
+                found = await run.kernel.store.inbound.find("telegram", str(message["message_id"]))
+                journal += [e for e in found if e.message.chat_id == str(message["chat"]["id"])]
+    assert [entry.message.text for entry in journal] == [f"m{n}" for n in range(5)]
+    assert [entry.id for entry in journal] == sorted(entry.id for entry in journal)
+    assert sorted(done.turn.text for done in agent.runs) == [f"m{n}" for n in range(5)]
