@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -38,12 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.daemon_setup import settings_data, telegram_channel  # noqa: E402
 from bench.telegram_load import Endpoints, Platform  # noqa: E402
 from bot.app import Daemon, DaemonOptions, Overrides  # noqa: E402
 from bot.config import Settings  # noqa: E402
-from bot.http import RouteTable  # noqa: E402
-from bot.ports import ChannelContext  # noqa: E402
-from channels.telegram import TELEGRAM_CAPABILITIES, TelegramChannel  # noqa: E402
 
 READY_TIMEOUT_S = 120.0
 WAVE = 200
@@ -55,15 +52,6 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return round(int(line.split()[1]) / 1024, 1)
     raise RuntimeError(f"no VmRSS for process {pid}")
-
-
-def settings_data(api: Endpoints, state_dir: Path) -> dict[str, object]:
-    return {
-        "config_version": 1, "state_dir": str(state_dir), "http": {"enabled": False},
-        "access": {"dm_policy": "open"},
-        "channels": {"telegram": {"enabled": True, "token": api.token,
-                                  "api_base_url": api.api_origin}},
-    }  # fmt: skip
 
 
 # --------------------------------------------------------------------------- startup
@@ -109,16 +97,8 @@ def _serve_daemon(conn: Connection, api: Endpoints, state_dir: str) -> None:
 
 
 async def _run_daemon(conn: Connection, api: Endpoints, state_dir: Path) -> None:
-    class Health:
-        def connected(self) -> None: ...
-        def disconnected(self, reason: str) -> None: ...
-        def auth_failed(self, reason: str) -> None: ...
-        def activity(self) -> None: ...
-
     settings = Settings.model_validate(settings_data(api, state_dir))
-    unpaced = replace(TELEGRAM_CAPABILITIES, per_chat_interval_s=0.0, global_rate_per_s=0.0)
-    context = ChannelContext(routes=RouteTable(), state_dir=state_dir, health=Health())
-    channel = TelegramChannel(settings, context, capabilities=unpaced)
+    channel = telegram_channel(settings, pacing=False)
     daemon = Daemon(settings, DaemonOptions(overrides=Overrides(channels=[channel])))
     task = asyncio.create_task(daemon.run(), name="bench-daemon")
     await daemon.ready.wait()

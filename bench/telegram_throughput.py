@@ -42,7 +42,6 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncGenerator
-from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,12 +51,11 @@ if str(REPO) not in sys.path:
 from telegram import Update  # noqa: E402
 from telegram.ext import ApplicationBuilder, ContextTypes, MessageHandler, filters  # noqa: E402
 
+from bench.daemon_setup import settings_data, telegram_channel  # noqa: E402
 from bench.telegram_load import Measured, Platform  # noqa: E402
 from bot.app import Daemon, DaemonOptions, Overrides  # noqa: E402
 from bot.config import Settings  # noqa: E402
-from bot.http import RouteTable  # noqa: E402
-from bot.ports import AgentEvent, ChannelContext, FinalAnswer, Turn  # noqa: E402
-from channels.telegram import TELEGRAM_CAPABILITIES, TelegramChannel  # noqa: E402
+from bot.ports import AgentEvent, FinalAnswer, Turn  # noqa: E402
 
 RAW_CHATS_FROM = 1
 OURS_CHATS_FROM = 500_001
@@ -123,28 +121,11 @@ class InstantAgent:
         yield FinalAnswer(text=f"echo: {turn.text}")
 
 
-class _Quiet:
-    def connected(self) -> None: ...
-    def disconnected(self, reason: str) -> None: ...
-    def auth_failed(self, reason: str) -> None: ...
-    def activity(self) -> None: ...
-
-
 async def run_switchboard(
     platform: Platform, chats: list[int], messages: int, state_dir: Path, *, pacing: bool
 ) -> Measured:
-    api = platform.api
-    settings = Settings.model_validate({
-        "config_version": 1, "state_dir": str(state_dir), "http": {"enabled": False},
-        "access": {"dm_policy": "open"},
-        "channels": {"telegram": {"enabled": True, "token": api.token,
-                                  "api_base_url": api.api_origin}},
-    })  # fmt: skip
-    caps = TELEGRAM_CAPABILITIES
-    if not pacing:
-        caps = replace(caps, per_chat_interval_s=0.0, global_rate_per_s=0.0)
-    context = ChannelContext(routes=RouteTable(), state_dir=state_dir, health=_Quiet())
-    channel = TelegramChannel(settings, context, capabilities=caps)
+    settings = Settings.model_validate(settings_data(platform.api, state_dir))
+    channel = telegram_channel(settings, pacing=pacing)
     daemon = Daemon(settings, DaemonOptions(overrides=Overrides(
         channels=[channel], agent=InstantAgent())))  # fmt: skip
     task = asyncio.create_task(daemon.run(), name="bench-daemon")

@@ -1,9 +1,8 @@
 """Approved and denied users, and pending pairing codes (SPEC §10).
 
-Every inbound message asks for its sender's status, so statuses are cached: this store's
-own ``set_status`` updates the cache, and a change committed by another process (``switchboard
-pairing approve`` while the daemon runs) empties it within about a second
-(``Database.generation``).
+Every inbound message asks for its sender's status, so statuses are kept in a ``RowCache``:
+``set_status`` invalidates its key, and a change committed by another process (``switchboard
+pairing approve`` while the daemon runs) empties the cache within about a second.
 
 A pairing code is one-time: ``take_pairing`` deletes it in the same transaction that reads it,
 so two admins approving the same code at once approve it once. Expired requests are deleted
@@ -20,12 +19,12 @@ from typing_extensions import override
 
 from bot.ports import AccessStore
 from bot.records import PairingRequest, UserAccess, UserStatus
+from store.cache import RowCache
 from store.codec import to_db_time
 from store.db import Database
 from store.rows import Columns
 
 _PAIRINGS: Final = "SELECT * FROM pairing_requests"
-STATUS_CACHE_SIZE: Final = 10_000
 
 
 def _user(row: sqlite3.Row) -> UserAccess:
@@ -55,35 +54,21 @@ def _pairing(row: sqlite3.Row) -> PairingRequest:
 class SqliteAccessStore(AccessStore):
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._statuses: dict[tuple[str, str], UserStatus | None] = {}
-        self._generation = 0
-        self._local_changes = 0
-        """Bumped by ``set_status``: a read that overlapped a change must not be cached."""
+        self._statuses: RowCache[tuple[str, str], UserStatus | None] = RowCache(db)
 
     @override
     async def status(self, channel: str, user_id: str) -> UserStatus | None:
-        generation = await self._db.generation()
-        if generation != self._generation:
-            self._statuses.clear()
-            self._generation = generation
-        user = (channel, user_id)
-        if user in self._statuses:
-            return self._statuses[user]
-        changes = self._local_changes
-        row = await self._db.row(
-            "SELECT status FROM users WHERE channel = ? AND user_id = ?", (channel, user_id)
-        )
-        status = None if row is None else UserStatus(Columns(row).text("status"))
-        if changes == self._local_changes and generation == self._generation:
-            if len(self._statuses) >= STATUS_CACHE_SIZE:
-                self._statuses.clear()
-            self._statuses[user] = status
-        return status
+        async def read() -> UserStatus | None:
+            row = await self._db.row(
+                "SELECT status FROM users WHERE channel = ? AND user_id = ?", (channel, user_id)
+            )
+            return None if row is None else UserStatus(Columns(row).text("status"))
+
+        return await self._statuses.lookup((channel, user_id), read)
 
     @override
     async def set_status(self, channel: str, user_id: str, status: UserStatus, by: str) -> None:
-        self._local_changes += 1
-        self._statuses.pop((channel, user_id), None)
+        self._statuses.invalidate((channel, user_id))
         await self._db.execute(
             "INSERT INTO users (channel, user_id, status, changed_by, changed_at)"
             " VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel, user_id) DO UPDATE SET"

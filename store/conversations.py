@@ -5,9 +5,9 @@ so two first messages racing for a new key (even from two processes) bind one th
 loser's insert is ignored and both read back the winner. ``rotate`` ends the active row
 instead of deleting it, which keeps the old thread for history and ``topic_known``.
 
-Every turn asks for its key's thread, so ``current`` answers from memory after the first
-lookup. Only this process binds and rotates threads (the CLI reads them), and it updates the
-memory as it does; a change by another process still empties it (``Database.generation``).
+Every turn asks for its key's thread, so ``current`` answers from a ``RowCache`` after the
+first lookup. Only this process binds and rotates threads (the CLI reads them), and it updates
+the cache as it does; a change by another process still empties it.
 A turn's use of its conversation (``updated_at``, for ``recent``) is recorded by the trigger
 of migration 0004 when the journal marks the turn's messages running.
 """
@@ -23,6 +23,7 @@ from bot.errors import StoreError
 from bot.messages import ConversationKey, Destination
 from bot.ports import ConversationStore, LinkStore
 from bot.records import Conversation, MessageLink
+from store.cache import RowCache
 from store.codec import to_db_time
 from store.db import Database, Session
 from store.rows import Columns, key_values
@@ -45,16 +46,10 @@ def _conversation(row: sqlite3.Row) -> Conversation:
     )
 
 
-CACHE_SIZE: Final = 10_000
-
-
 class SqliteConversationStore(ConversationStore):
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._known: dict[ConversationKey, Conversation] = {}
-        self._generation = 0
-        self._local_changes = 0
-        """Bumped by bind and rotate: a lookup that overlapped one must not be remembered."""
+        self._known: RowCache[ConversationKey, Conversation | None] = RowCache(db)
 
     @override
     async def active(self, key: ConversationKey) -> Conversation | None:
@@ -63,37 +58,20 @@ class SqliteConversationStore(ConversationStore):
 
     @override
     async def current(self, key: ConversationKey) -> Conversation | None:
-        generation = await self._db.generation()
-        if generation != self._generation:
-            self._known.clear()
-            self._generation = generation
-        known = self._known.get(key)
-        if known is not None:
-            return known
-        changes = self._local_changes
-        found = await self.active(key)
-        if found is not None and changes == self._local_changes:
-            self._remember(found)
-        return found
-
-    def _remember(self, conversation: Conversation) -> None:
-        if len(self._known) >= CACHE_SIZE:
-            self._known.clear()
-        self._known[conversation.key] = conversation
+        return await self._known.lookup(key, lambda: self.active(key))
 
     @override
     async def bind(self, key: ConversationKey, thread_id: str) -> Conversation:
-        self._local_changes += 1
+        self._known.invalidate(key)
         async with self._db.transaction() as tx:
             await self._insert(tx, key, thread_id)
             bound = await self._active_in(tx, key)
-        self._remember(bound)
+        self._known.put(key, bound)
         return bound
 
     @override
     async def rotate(self, key: ConversationKey, thread_id: str) -> Conversation:
-        self._local_changes += 1
-        self._known.pop(key, None)
+        self._known.invalidate(key)
         now = to_db_time(self._db.now())
         async with self._db.transaction() as tx:
             await tx.execute(
@@ -104,7 +82,7 @@ class SqliteConversationStore(ConversationStore):
             )
             await self._insert(tx, key, thread_id)
             rotated = await self._active_in(tx, key)
-        self._remember(rotated)
+        self._known.put(key, rotated)
         return rotated
 
     async def _insert(self, tx: Session, key: ConversationKey, thread_id: str) -> None:

@@ -94,19 +94,21 @@ class SqliteOutboxStore(OutboxStore):
                 await self._finish(self._db.shared(), done, now)
             return []
         if len(items) == 1:  # one INSERT is atomic on its own: spare the BEGIN and COMMIT
-            session = self._db.shared()
-            row, fresh = await self._insert(session, items[0], now, done)
-            if done is not None and not fresh:
-                await self._finish(session, done, now)
-            return [row]
+            return await self._record(self._db.shared(), items, now, done)
         async with self._db.transaction() as tx:
-            rows: list[OutboxRow] = []
-            for index, item in enumerate(items):
-                row, fresh = await self._insert(tx, item, now, done if index == 0 else None)
-                if index == 0 and done is not None and not fresh:
-                    await self._finish(tx, done, now)
-                rows.append(row)
-            return rows
+            return await self._record(tx, items, now, done)
+
+    async def _record(
+        self, tx: Session, items: Sequence[OutboxItem], now: datetime, finishes: str | None
+    ) -> list[OutboxRow]:
+        rows: list[OutboxRow] = []
+        for index, item in enumerate(items):
+            done = finishes if index == 0 else None
+            row, fresh = await self._insert(tx, item, now, done)
+            if done is not None and not fresh:
+                await self._finish(tx, done, now)
+            rows.append(row)
+        return rows
 
     async def _finish(self, tx: Session, entries: str, now: datetime) -> None:
         await tx.execute(

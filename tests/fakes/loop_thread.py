@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 Step = Callable[[], Coroutine[Any, Any, None]]
 
@@ -39,3 +40,37 @@ class LoopThread:
         thread.join(timeout=10)
         loop.close()
         self.loop = self._thread = None
+
+
+class LoopServer:
+    """A fake served from its own ``LoopThread``: ``with`` (or ``start``/``stop``) runs it.
+
+    Subclasses say how to set up and tear down on that loop (``_astart``/``_astop``).
+    """
+
+    def __init__(self, name: str) -> None:
+        self._thread = LoopThread(name)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._thread.start(self._astart)
+
+    def stop(self) -> None:
+        self._thread.stop(self._astop)
+
+    async def _astart(self) -> None:
+        raise NotImplementedError
+
+    async def _astop(self) -> None:
+        raise NotImplementedError

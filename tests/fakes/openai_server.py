@@ -16,12 +16,12 @@ import time
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
+from typing_extensions import override
 
-from tests.fakes.loop_thread import LoopThread
+from tests.fakes.loop_thread import LoopServer
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -98,40 +98,23 @@ class ReceivedRequest:
         return messages
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(LoopServer):
     """``with FakeOpenAIServer() as fake:`` serves ``fake.base_url`` until the block ends."""
 
     def __init__(self, *, model: str = "fake-model") -> None:
+        super().__init__("fake-openai")
         self.model = model
         self._script: deque[Scripted] = deque()
         self._received: list[ReceivedRequest] = []
         self._lock = threading.Condition()
         self._ids = itertools.count(1)
-        self._thread = LoopThread("fake-openai")
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
         self._port = 0
 
     # ------------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        self._thread.start(self._astart)
-
-    def stop(self) -> None:
-        self._thread.stop(self._astop)
-
+    @override
     async def _astart(self) -> None:
         self._stopping = asyncio.Event()
         app = web.Application()
@@ -143,6 +126,7 @@ class FakeOpenAIServer:
         await site.start()
         self._port = int(self._runner.addresses[0][1])
 
+    @override
     async def _astop(self) -> None:
         if self._stopping is not None:
             self._stopping.set()

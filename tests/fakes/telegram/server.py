@@ -14,13 +14,13 @@ import json
 import threading
 import time
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import aiohttp
 from aiohttp import web
+from typing_extensions import override
 
-from tests.fakes.loop_thread import LoopThread
+from tests.fakes.loop_thread import LoopServer
 from tests.fakes.telegram.errors import ApiError, bad_request
 from tests.fakes.telegram.methods import ApiRequest, BotApi, canonical_method
 from tests.fakes.telegram.recording import Call, CallLog, Injections
@@ -36,13 +36,14 @@ _SUPERSEDED = (
 )
 
 
-class FakeTelegramServer:
+class FakeTelegramServer(LoopServer):
     """The HTTP side: lifecycle, request decoding, long polls and webhook delivery."""
 
     webhook_retry_s = 0.2
     webhook_max_attempts = 3
 
     def __init__(self, *, token: str, bot_id: int, bot_username: str) -> None:
+        super().__init__("fake-telegram")
         self.token = token
         self.bot_id = bot_id
         self.bot_username = bot_username
@@ -54,7 +55,6 @@ class FakeTelegramServer:
         self._injections = Injections()
         self._token_valid = True
         self._poll_seq = 0
-        self._thread = LoopThread("fake-telegram")
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self._worker: asyncio.Task[None] | None = None
@@ -64,25 +64,7 @@ class FakeTelegramServer:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        self._thread.start(self._astart)
-
-    def stop(self) -> None:
-        """Answers pending long polls at once, then shuts the server and its thread down."""
-        self._thread.stop(self._astop)
-
+    @override
     async def _astart(self) -> None:
         self._stopping, self._changed = asyncio.Event(), asyncio.Event()
         app = web.Application(client_max_size=_MAX_BODY)
@@ -98,7 +80,9 @@ class FakeTelegramServer:
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
         self._worker = asyncio.create_task(self._deliver_webhooks(), name="fake-telegram:webhook")
 
+    @override
     async def _astop(self) -> None:
+        """Answers pending long polls at once, then shuts the server down."""
         self._stopping.set()
         self._wake()
         if self._worker is not None:
