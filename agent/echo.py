@@ -14,7 +14,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncGenerator
 
-from bot.config import Settings
+from bot.config.settings import Settings
 from bot.ports import (
     AgentEvent,
     ClarificationRequest,

@@ -35,7 +35,7 @@ from pydantic import SecretStr
 
 from agent.offline_model import OfflineEchoModel
 from agent.tools import build_tools
-from bot.config import DEFAULT_MODEL_BASE_URL, AgentSettings, ModelSettings
+from bot.config.settings import DEFAULT_MODEL_BASE_URL, AgentSettings, ModelSettings
 
 logger = logging.getLogger(__name__)
 

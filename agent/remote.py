@@ -43,7 +43,7 @@ from typing_extensions import override
 
 from agent.embedded import PART_SEPARATOR, clarification_from, turn_message
 from agent.remote_events import RemoteTurn, local_files, raise_unless_success
-from bot.config import Settings
+from bot.config.settings import Settings
 from bot.errors import AgentError
 from bot.lifecycle import StartClose
 from bot.ports import (

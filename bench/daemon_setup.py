@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.telegram_load import Endpoints
-from bot.config import Settings
-from bot.http import RouteTable
+from bot.config.settings import Settings
+from bot.ops.http import RouteTable
 from bot.ports import ChannelContext
 from channels.telegram import TELEGRAM_CAPABILITIES, TelegramChannel
 

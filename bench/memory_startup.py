@@ -40,7 +40,7 @@ if str(REPO) not in sys.path:
 from bench.daemon_setup import settings_data, telegram_channel  # noqa: E402
 from bench.telegram_load import Endpoints, Platform  # noqa: E402
 from bot.app import Daemon, DaemonOptions, Overrides  # noqa: E402
-from bot.config import Settings  # noqa: E402
+from bot.config.settings import Settings  # noqa: E402
 
 READY_TIMEOUT_S = 120.0
 WAVE = 200

@@ -54,7 +54,7 @@ from telegram.ext import ApplicationBuilder, ContextTypes, MessageHandler, filte
 from bench.daemon_setup import settings_data, telegram_channel  # noqa: E402
 from bench.telegram_load import Measured, Platform  # noqa: E402
 from bot.app import Daemon, DaemonOptions, Overrides  # noqa: E402
-from bot.config import Settings  # noqa: E402
+from bot.config.settings import Settings  # noqa: E402
 from bot.ports import AgentEvent, FinalAnswer, Turn  # noqa: E402
 
 RAW_CHATS_FROM = 1

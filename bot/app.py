@@ -20,18 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from bot.config import Settings
+from bot.config.settings import Settings
 from bot.errors import InstanceLocked, StoreError
 from bot.exit_codes import EXIT_OK, EXIT_TEMPFAIL
-from bot.http import HttpServer, RouteTable
 from bot.hub import ChannelHub
-from bot.instance_lock import InstanceLock
 from bot.kernel import Kernel, build_kernel
+from bot.ops.http import HttpServer, RouteTable
+from bot.ops.instance_lock import InstanceLock
+from bot.ops.reload import Reloader
+from bot.ops.sdnotify import SystemdNotifier, announce_channels
+from bot.ops.supervision import ChannelFactory, Fleet, SupervisionPolicy
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
 from bot.registry import EdgeKind, load
-from bot.reload import Reloader
-from bot.sdnotify import SystemdNotifier, announce_channels
-from bot.supervision import ChannelFactory, Fleet, SupervisionPolicy
 
 logger = logging.getLogger(__name__)
 

@@ -8,23 +8,23 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from bot.access import AccessControl
-from bot.bus import InboundBus
-from bot.clarifications import Clarifications
 from bot.commands import CommandEnv, CommandRegistry, default_registry
-from bot.config import Settings
-from bot.delivery import Outbox, RetryPolicy
+from bot.config.settings import Settings
+from bot.delivery.outbox import Outbox, RetryPolicy
+from bot.delivery.ratelimit import RateLimiter
 from bot.hub import ChannelHub, ChannelState
-from bot.intake import Intake
-from bot.lanes import Lanes
-from bot.maintenance import Housekeeping
-from bot.observe import Counters
+from bot.metrics import Counters
+from bot.ops.housekeeping import Housekeeping
+from bot.pipeline.access import AccessControl
+from bot.pipeline.bus import InboundBus
+from bot.pipeline.clarifications import Clarifications
+from bot.pipeline.intake import Intake
+from bot.pipeline.lanes import Lanes
+from bot.pipeline.recovery import notice_sender, recover
+from bot.pipeline.router import Router, RouterDeps
+from bot.pipeline.sessions import Sessions
+from bot.pipeline.turns import TurnDeps, TurnRunner
 from bot.ports import AgentBackend, Channel, Store
-from bot.ratelimit import RateLimiter
-from bot.recovery import notice_sender, recover
-from bot.router import Router, RouterDeps
-from bot.sessions import Sessions
-from bot.turns import TurnDeps, TurnRunner
 
 logger = logging.getLogger(__name__)
 

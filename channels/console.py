@@ -21,7 +21,7 @@ from typing import TextIO
 
 from typing_extensions import override
 
-from bot.config import Settings
+from bot.config.settings import Settings
 from bot.messages import (
     Attachment,
     ChatType,

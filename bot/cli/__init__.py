@@ -12,9 +12,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from bot.cli.common import CommandFailed, Subcommands
+from bot.cli.options import CommandFailed, Subcommands
 
-COMMAND_MODULES = ("bot.cli.daemon", "bot.cli.operator", "bot.cli.service")
+COMMAND_MODULES = ("bot.cli.daemon", "bot.cli.operator.parsers", "bot.cli.service")
 
 
 def _parser() -> argparse.ArgumentParser:

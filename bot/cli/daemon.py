@@ -11,11 +11,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.cli.common import Subcommands, add_config_option, load_config
-from bot.config import Settings
+from bot.cli.options import Subcommands, add_config_option, load_config
+from bot.config.settings import Settings
 
 if TYPE_CHECKING:
-    from bot.probes import ProbeResult
+    from bot.cli.probes import ProbeResult
 from bot.exit_codes import EXIT_CHECK_FAILED, EXIT_CONFIG, EXIT_OK
 
 EXAMPLE_CONFIG = "switchboard.example.yaml"
@@ -58,7 +58,7 @@ def _check_command(args: argparse.Namespace) -> int:
 
 def _run(path: Path, settings: Settings, *, chat: bool, verbose: bool) -> int:
     from bot.app import Daemon, DaemonOptions  # noqa: PLC0415 - keep `check`/`init` light
-    from bot.logs import configure_logging  # noqa: PLC0415
+    from bot.ops.logs import configure_logging  # noqa: PLC0415
 
     if chat:
         settings = _chat_settings(settings)
@@ -107,7 +107,7 @@ def _check(path: Path, settings: Settings, *, as_json: bool, online: bool) -> in
 
 
 async def _online_probes(settings: Settings) -> list[ProbeResult]:
-    from bot.probes import run_probes  # noqa: PLC0415 - imports the enabled SDKs
+    from bot.cli.probes import run_probes  # noqa: PLC0415 - imports the enabled SDKs
 
     return await run_probes(settings)
 

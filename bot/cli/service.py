@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from bot.cli.common import CommandFailed, Subcommands
+from bot.cli.options import CommandFailed, Subcommands
 from bot.exit_codes import EXIT_CONFIG, EXIT_OK
 
 EXIT_CANNOT_CREATE = 73

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from bot.commands.markdown import code
 from bot.commands.registry import Command, CommandCall, CommandRegistry
 from bot.hub import ALL_CHANNELS
-from bot.markdown_text import code
 from bot.messages import utc_now
 from bot.records import OutboxState, UserStatus
 from bot.registry import IMPORT_PATHS, EdgeKind

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from bot.access import Role
-from bot.bus import InboundBus
-from bot.config import Settings
+from bot.config.settings import Settings
 from bot.hub import ChannelHub
-from bot.lanes import Lanes
 from bot.messages import ConversationKey, InboundMessage
+from bot.pipeline.access import Role
+from bot.pipeline.bus import InboundBus
+from bot.pipeline.lanes import Lanes
+from bot.pipeline.sessions import Sessions
 from bot.ports import Store
-from bot.sessions import Sessions
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

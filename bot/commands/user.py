@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from bot.commands.markdown import code
 from bot.commands.registry import Command, CommandCall, CommandRegistry
-from bot.markdown_text import code
 
 
 async def _help(call: CommandCall, registry: CommandRegistry) -> str:

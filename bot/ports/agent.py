@@ -69,7 +69,7 @@ AgentEvent = TextDelta | ToolActivity | ClarificationRequest | FinalAnswer
 class AgentBackend(Protocol):
     """An agent that keeps history per thread (SPEC §6). Failures raise ``AgentError``.
 
-    Implementations are constructed as ``Backend(settings: bot.config.Settings)`` by the
+    Implementations are constructed as ``Backend(settings: bot.config.settings.Settings)`` by the
     registry (no I/O in ``__init__``), then ``start()``-ed. ``run`` yields events and ends
     after a ``FinalAnswer`` or a ``ClarificationRequest``; the next ``run`` with
     ``Turn.resume_answer`` set continues a paused run.

@@ -83,7 +83,7 @@ class ChannelHealth(Protocol):
 class ChannelContext:
     """What the daemon gives every adapter besides its settings.
 
-    Adapters are constructed as ``Adapter(settings: bot.config.Settings, context)`` by the
+    Adapters are constructed as ``Adapter(settings: bot.config.settings.Settings, context)`` by the
     registry, without I/O; ``start`` connects.
     """
 

@@ -43,7 +43,7 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.web.async_client import AsyncWebClient
 from typing_extensions import override
 
-from bot.config import Settings
+from bot.config.settings import Settings
 from bot.errors import (
     AuthFailed,
     ChannelError,

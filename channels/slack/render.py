@@ -22,7 +22,7 @@ from enum import StrEnum
 
 from markdown_to_mrkdwn import SlackMarkdownConverter  # type: ignore[import-untyped]
 
-from bot.chunking import split_markdown
+from bot.delivery.chunking import split_markdown
 from bot.messages import Button
 
 Block = dict[str, object]

@@ -28,9 +28,8 @@ from telegram import error as tg
 from telegram.request import HTTPXRequest
 from typing_extensions import override
 
-from bot.access import Role
 from bot.commands import default_registry
-from bot.config import Settings
+from bot.config.settings import Settings
 from bot.errors import AuthFailed, ChannelError, ConfigError, SendError, TransientSendError
 from bot.messages import (
     Attachment,
@@ -43,6 +42,7 @@ from bot.messages import (
     SentRef,
     TextEdit,
 )
+from bot.pipeline.access import Role
 from bot.ports import BotIdentity, ChannelCapabilities, ChannelContext, Publish, TextUnit
 from channels.base import BaseChannel
 from channels.telegram.errors import redact, sdk_errors

@@ -26,7 +26,7 @@ import telegramify_markdown as tgm
 from telegram import MessageEntity
 from telegramify_markdown.converter import STANDARD_OPTIONS
 
-from bot.chunking import measure, split_markdown
+from bot.delivery.chunking import measure, split_markdown
 from bot.messages import RenderMode
 from bot.ports import TextUnit
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.embedded import EmbeddedBackend
-from bot.config import Settings
+from bot.config.settings import Settings
 from tests.agent.support import model_settings
 from tests.fakes.openai_server import FakeOpenAIServer
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from bot.config import AgentSettings, ModelSettings, Settings
+from bot.config.settings import AgentSettings, ModelSettings, Settings
 from bot.messages import Sender
 from bot.ports import (
     AgentEvent,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.embedded import EmbeddedBackend
-from bot.config import Settings
+from bot.config.settings import Settings
 from bot.ports import ClarificationRequest
 from bot.workspace import ThreadWorkspace
 from tests.agent.support import (

@@ -9,7 +9,7 @@ import pytest
 
 from agent.embedded import EmbeddedBackend
 from agent.graph import INTERRUPTED_TOOL_RESULT
-from bot.config import Settings
+from bot.config.settings import Settings
 from bot.errors import AgentError
 from bot.ports import SavedUpload
 from bot.workspace import ThreadWorkspace

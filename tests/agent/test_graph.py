@@ -21,7 +21,7 @@ from agent.graph import (
     tool_error_message,
 )
 from agent.offline_model import OfflineEchoModel
-from bot.config import ModelSettings
+from bot.config.settings import ModelSettings
 from tests.agent.support import collect, final, tool_results, turn
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, ToolCall
 

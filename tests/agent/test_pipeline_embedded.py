@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agent.embedded import EmbeddedBackend
-from bot.config import Settings
+from bot.config.settings import Settings
 from bot.messages import ButtonPress, OutboundFile, OutboundText
 from tests.agent.support import received, tool_results
 from tests.bot.harness import make_settings, running

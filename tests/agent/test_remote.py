@@ -16,10 +16,10 @@ from langgraph_sdk.client import LangGraphClient
 from pydantic import SecretStr
 
 from agent.remote import RemoteBackend
-from bot.config import AgentSettings, RemoteSettings, Settings
+from bot.cli.probes import run_probes
+from bot.config.settings import AgentSettings, RemoteSettings, Settings
 from bot.errors import AgentError
 from bot.ports import AgentEvent, ClarificationRequest, PresentedFile, TextDelta, ToolActivity
-from bot.probes import run_probes
 from bot.workspace import ThreadWorkspace
 from tests.agent.support import (
     SYSTEM_PROMPT,

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 
 from bot.app import Daemon, DaemonOptions, Overrides
-from bot.config import Settings
+from bot.config.settings import Settings
 from bot.exit_codes import EXIT_OK
 from bot.kernel import Kernel
 from bot.ports import AgentBackend, Channel

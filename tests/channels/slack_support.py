@@ -19,9 +19,9 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.config import Settings
-from bot.http import RouteTable
+from bot.config.settings import Settings
 from bot.kernel import Kernel
+from bot.ops.http import RouteTable
 from bot.ports import (
     AgentBackend,
     Channel,

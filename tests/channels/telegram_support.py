@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.app import Daemon
-from bot.config import Settings
-from bot.http import RouteTable
+from bot.config.settings import Settings
 from bot.kernel import Kernel
+from bot.ops.http import RouteTable
 from bot.ports import (
     AgentBackend,
     ChannelContext,

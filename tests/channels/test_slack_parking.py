@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
-from bot.http import RouteTable
+from bot.config.settings import Settings
 from bot.hub import ChannelState
+from bot.ops.http import RouteTable
 from bot.ports import ChannelContext
 from channels.telegram import TelegramChannel
 from tests.bot.harness import eventually

@@ -115,7 +115,7 @@ async def test_the_token_never_reaches_the_logs(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    for noisy in ("httpx", "httpcore"):  # quieted by bot/logs.py in the daemon, as here
+    for noisy in ("httpx", "httpcore"):  # quieted by bot/ops/logs.py in the daemon, as here
         caplog.set_level(logging.WARNING, logger=noisy)
     agent = FakeAgent()
     with FakeTelegram() as fake:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import AuthFailed, ChannelError
-from bot.http import RouteTable
+from bot.ops.http import RouteTable
 from bot.ports import ChannelContext
 from channels.telegram import TelegramChannel
 from tests.bot.harness import eventually, http_get, registry_daemon

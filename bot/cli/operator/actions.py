@@ -1,0 +1,141 @@
+"""``outbox list|retry|purge`` and ``pairing list|approve|deny``: the operator's hands on the
+dead-letter queue and on access requests (SPEC §8, §10).
+
+Every change is written to the audit table as ``cli:<login name>``, like the chat admin
+commands are (SPEC §9). The running daemon needs no signal: its outbox worker looks for due
+rows at least every ``IDLE_POLL_S`` seconds, and access checks read the store on each message.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from bot.cli.operator.output import (
+    OUTBOX_HEADERS,
+    PAIRING_HEADERS,
+    outbox_cells,
+    outbox_json,
+    pairing_cells,
+    pairing_json,
+    print_json,
+    table,
+)
+from bot.cli.operator.runner import EXIT_FAILED, opened_store, operator_actor
+from bot.cli.options import CommandFailed
+from bot.config.settings import Settings
+from bot.delivery.outbox import IDLE_POLL_S
+from bot.exit_codes import EXIT_OK
+from bot.messages import utc_now
+from bot.ports import Store
+from bot.records import OutboxState, UserStatus
+
+
+def _done(args: argparse.Namespace, message: str, **facts: object) -> None:
+    if args.json:
+        print_json({"done": message, **facts})
+    else:
+        print(message)
+
+
+# --------------------------------------------------------------------------- outbox
+
+
+async def outbox_list(args: argparse.Namespace, settings: Settings) -> int:
+    state = None if args.state is None else OutboxState(args.state)
+    async with opened_store(settings) as store:
+        rows = await store.outbox.listing(state, limit=args.limit)
+    if args.json:
+        print_json([outbox_json(row) for row in rows])
+    elif not rows:
+        print("no outbox rows" + (f" in state {state}" if state else ""))
+    else:
+        print(table(OUTBOX_HEADERS, [outbox_cells(row) for row in rows]))
+    return EXIT_OK
+
+
+async def outbox_retry(args: argparse.Namespace, settings: Settings) -> int:
+    ids: list[int] = args.row_ids
+    async with opened_store(settings) as store:
+        refused = await _not_dead(store, ids)
+        wanted = [row_id for row_id in ids if row_id not in refused]
+        revived = 0
+        if wanted or not ids:
+            revived = await store.outbox.revive(wanted or None)
+        detail = f"{revived} revived" + (f" of rows {' '.join(map(str, ids))}" if ids else "")
+        await store.audit.record(operator_actor(), "outbox retry", detail)
+    message = f"revived {revived} dead row(s); the daemon sends them within {IDLE_POLL_S:g} s"
+    for row_id, why in refused.items():
+        message += f"\nrow {row_id} not revived: {why}"
+    _done(args, message, revived=revived, refused={str(k): v for k, v in refused.items()})
+    return EXIT_FAILED if refused else EXIT_OK
+
+
+async def _not_dead(store: Store, ids: list[int]) -> dict[int, str]:
+    """The given rows that cannot be revived, and why."""
+    refused: dict[int, str] = {}
+    for row_id in ids:
+        row = await store.outbox.get(row_id)
+        if row is None:
+            refused[row_id] = "no such row"
+        elif row.state is not OutboxState.DEAD:
+            refused[row_id] = f"it is {row.state}, not dead"
+    return refused
+
+
+async def outbox_purge(args: argparse.Namespace, settings: Settings) -> int:
+    state = OutboxState(args.state)
+    if state is OutboxState.PENDING:
+        raise CommandFailed(
+            "refusing to purge pending rows: they are replies still to be delivered"
+            " (see them with `switchboard outbox list --state pending`)",
+            EXIT_FAILED,
+        )
+    async with opened_store(settings) as store:
+        purged = await store.outbox.purge(state)
+        await store.audit.record(operator_actor(), "outbox purge", f"{purged} {state} rows")
+    _done(args, f"purged {purged} {state} row(s)", purged=purged)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- pairing
+
+
+async def pairing_list(args: argparse.Namespace, settings: Settings) -> int:
+    async with opened_store(settings) as store:
+        requests = await store.access.pending_pairings(utc_now())
+    if args.json:
+        print_json([pairing_json(request) for request in requests])
+    elif not requests:
+        print("no pending access requests")
+    else:
+        print(table(PAIRING_HEADERS, [pairing_cells(request) for request in requests]))
+    return EXIT_OK
+
+
+async def pairing_approve(args: argparse.Namespace, settings: Settings) -> int:
+    code = args.code.strip().upper()
+    actor = operator_actor()
+    async with opened_store(settings) as store:
+        request = await store.access.take_pairing(code, utc_now())
+        if request is None:
+            raise _no_request(code)
+        await store.access.set_status(request.channel, request.user_id, UserStatus.APPROVED, actor)
+        user = f"{request.channel}:{request.user_id}"
+        await store.audit.record(actor, "pairing approve", f"{code} {user}")
+    who = request.display_name or request.user_id
+    _done(args, f"approved {who} ({user})", request=pairing_json(request))
+    return EXIT_OK
+
+
+async def pairing_deny(args: argparse.Namespace, settings: Settings) -> int:
+    code = args.code.strip().upper()
+    async with opened_store(settings) as store:
+        if not await store.access.drop_pairing(code):
+            raise _no_request(code)
+        await store.audit.record(operator_actor(), "pairing deny", code)
+    _done(args, f"dropped access request {code}")
+    return EXIT_OK
+
+
+def _no_request(code: str) -> CommandFailed:
+    return CommandFailed(f"no pending request with code {code} (it may have expired)", EXIT_FAILED)

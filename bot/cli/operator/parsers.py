@@ -1,0 +1,57 @@
+"""``status``, ``conversations``, ``outbox``, ``pairing`` and ``trace``: the operator's view of
+the store (SPEC §13), safe while the daemon runs (see ``operator_common``).
+
+Every subcommand takes ``-c/--config`` (for ``state_dir`` and ``http``) and ``--json``. Exit
+status 0 means yes / done, 1 means no: not ready, nothing found, nothing to open. This module
+only declares the parsers; the handlers live in ``operator_views`` and ``operator_actions``.
+"""
+
+from __future__ import annotations
+
+from bot.cli.operator.runner import add_leaf, positive
+from bot.cli.options import Subcommands
+
+VIEWS = "bot.cli.operator.views"
+ACTIONS = "bot.cli.operator.actions"
+STATES = ("pending", "sent", "dead")
+"""``bot.records.OutboxState`` values, spelled out so building the parser imports nothing."""
+
+
+def add_commands(commands: Subcommands) -> None:
+    add_leaf(commands, "status", "is the daemon ready, and what the store holds", f"{VIEWS}:status")
+    conversations = add_leaf(
+        commands, "conversations", "list active conversations", f"{VIEWS}:conversations"
+    )
+    conversations.add_argument("--channel", help="only this channel")
+    conversations.add_argument("--limit", type=positive, default=50, help="at most N (50)")
+    trace = add_leaf(commands, "trace", "the whole path of one inbound message", f"{VIEWS}:trace")
+    trace.add_argument("message_id", metavar="MESSAGE_ID", help="the platform's message id")
+    trace.add_argument("--channel", help="only this channel")
+    _add_outbox(commands)
+    _add_pairing(commands)
+
+
+def _add_outbox(commands: Subcommands) -> None:
+    outbox = commands.add_parser("outbox", help="list, retry or purge outbox deliveries")
+    actions = outbox.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = add_leaf(actions, "list", "outbox rows, newest first", f"{ACTIONS}:outbox_list")
+    listing.add_argument("--state", choices=STATES, help="only rows in this state")
+    listing.add_argument("--limit", type=positive, default=50, help="at most N (50)")
+    retry = add_leaf(
+        actions, "retry", "send dead rows again (all when no ids)", f"{ACTIONS}:outbox_retry"
+    )
+    retry.add_argument("row_ids", metavar="ROW_ID", type=int, nargs="*", help="dead rows")
+    purge = add_leaf(actions, "purge", "delete sent or dead rows", f"{ACTIONS}:outbox_purge")
+    purge.add_argument("--state", choices=STATES, required=True, help="sent or dead")
+
+
+def _add_pairing(commands: Subcommands) -> None:
+    pairing = commands.add_parser("pairing", help="list, approve or deny access requests")
+    actions = pairing.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add_leaf(actions, "list", "pending access requests", f"{ACTIONS}:pairing_list")
+    approve = add_leaf(
+        actions, "approve", "let the requesting user talk to the bot", f"{ACTIONS}:pairing_approve"
+    )
+    approve.add_argument("code", metavar="CODE")
+    deny = add_leaf(actions, "deny", "drop an access request", f"{ACTIONS}:pairing_deny")
+    deny.add_argument("code", metavar="CODE")

@@ -1,0 +1,181 @@
+"""``switchboard trace``: the whole path of one inbound message, read from the store.
+
+The journal entry gives the dedupe decision (the first delivery is ``accepted``, each
+redelivery is dropped as ``duplicate``), the routing decision (status and reason), the
+conversation key and the thread. A ``turn <correlation>`` reason names the turn that answered
+it — several queued messages can be answered by one turn carrying the last one's correlation —
+so the outbox rows of both the message's own correlation (notices, command replies) and of that
+turn are shown, each with every platform call made for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.cli.operator.output import (
+    NONE,
+    JsonObject,
+    clip,
+    describe_delivery,
+    iso,
+    key_json,
+    outbox_json,
+    table,
+    when,
+)
+from bot.pipeline.turns import RESUMED_PREFIX, TURN_PREFIX
+from bot.ports import Store
+from bot.records import DeliveryAttempt, InboundStatus, JournalEntry, OutboxRow, OutboxState
+
+ACCEPTED = "accepted"
+DUPLICATE = "duplicate"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RowTrace:
+    row: OutboxRow
+    calls: tuple[DeliveryAttempt, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageTrace:
+    entry: JournalEntry
+    answered_by: str | None
+    rows: tuple[RowTrace, ...]
+
+    @property
+    def decisions(self) -> tuple[str, ...]:
+        """The dedupe decision for every delivery of this message, in order."""
+        return (ACCEPTED, *(DUPLICATE,) * self.entry.duplicates)
+
+
+def answering_turn(reason: str | None) -> str | None:
+    """The correlation id in a ``turn <id>`` / ``resumed turn <id>`` journal reason."""
+    for prefix in (RESUMED_PREFIX, TURN_PREFIX):
+        if reason is not None and reason.startswith(prefix):
+            return reason.removeprefix(prefix)
+    return None
+
+
+async def trace_message(store: Store, message_id: str, channel: str | None) -> list[MessageTrace]:
+    """Every journaled message with this platform id (ids are per chat on some platforms)."""
+    return [
+        await _trace_entry(store, entry) for entry in await store.inbound.find(channel, message_id)
+    ]
+
+
+async def _trace_entry(store: Store, entry: JournalEntry) -> MessageTrace:
+    answered_by = answering_turn(entry.reason)
+    correlations = dict.fromkeys([entry.correlation_id, answered_by or entry.correlation_id])
+    rows: dict[int, OutboxRow] = {}
+    for correlation in correlations:
+        rows.update((row.id, row) for row in await store.outbox.for_correlation(correlation))
+    traced = [
+        RowTrace(row=row, calls=tuple(await store.outbox.attempts(row.id)))
+        for _, row in sorted(rows.items())
+    ]
+    return MessageTrace(entry=entry, answered_by=answered_by, rows=tuple(traced))
+
+
+def run_outcome(trace: MessageTrace) -> str:
+    """What came of the message as far as the agent is concerned, in words."""
+    entry, turn, reason = trace.entry, trace.answered_by, trace.entry.reason or ""
+    if turn is not None:
+        if entry.status is InboundStatus.RUNNING:
+            return f"turn {turn} running, or cut short by a stop (resumed at the next start)"
+        return f"answered by turn {turn}"
+    by_status = {
+        InboundStatus.DROPPED: f"no run: dropped ({reason or 'no reason recorded'})",
+        InboundStatus.ACCEPTED: "not started yet (queued, or resumed at the next start)",
+        InboundStatus.FAILED: f"failed: {reason}",
+    }
+    if entry.status in by_status:
+        return by_status[entry.status]
+    if reason == "asked":
+        return "the agent asked a question"
+    return f"no run: answered {reason}" if reason.startswith("command ") else reason or entry.status
+
+
+def dedupe_text(trace: MessageTrace) -> str:
+    entry = trace.entry
+    if entry.duplicates == 0:
+        return f"{ACCEPTED} (no redeliveries)"
+    plural = "y" if entry.duplicates == 1 else "ies"
+    return (
+        f"{ACCEPTED}, then {DUPLICATE} x{entry.duplicates} (redeliver{plural} dropped;"
+        f" last {when(entry.last_duplicate_at)})"
+    )
+
+
+# --------------------------------------------------------------------------- output
+
+
+def trace_json(trace: MessageTrace) -> JsonObject:
+    entry, message = trace.entry, trace.entry.message
+    return {
+        "entry_id": entry.id,
+        "channel": message.channel,
+        "account_id": message.account_id,
+        "chat_id": message.chat_id,
+        "chat_type": message.chat_type,
+        "message_id": message.message_id,
+        "sender_id": message.sender.id,
+        "received_at": iso(message.received_at),
+        "recorded_at": iso(entry.recorded_at),
+        "updated_at": iso(entry.updated_at),
+        "dedupe": {
+            "decisions": list(trace.decisions),
+            "duplicates": entry.duplicates,
+            "last_duplicate_at": iso(entry.last_duplicate_at),
+        },
+        "status": entry.status,
+        "reason": entry.reason,
+        "key": key_json(entry.key),
+        "thread_id": entry.thread_id,
+        "correlation_id": entry.correlation_id,
+        "answered_by": trace.answered_by,
+        "run": run_outcome(trace),
+        "outbox": [outbox_json(traced.row, traced.calls) for traced in trace.rows],
+    }
+
+
+def trace_text(trace: MessageTrace) -> str:
+    entry, message = trace.entry, trace.entry.message
+    decision = str(entry.status) + (f" ({entry.reason})" if entry.reason else "")
+    facts = [
+        ("received", f"{when(message.received_at)} (journaled {when(entry.recorded_at)})"),
+        ("dedupe", dedupe_text(trace)),
+        ("decision", decision),
+        ("key", NONE if entry.key is None else entry.key.describe()),
+        ("thread", entry.thread_id or NONE),
+        ("correlation", entry.correlation_id),
+        ("run", run_outcome(trace)),
+    ]
+    lines = [
+        f"message {message.message_id} on {message.channel}, chat {message.chat_id}"
+        f" ({message.chat_type}) from {message.sender.id}: journal entry #{entry.id}",
+        *(f"  {name:<12} {value}" for name, value in facts),
+    ]
+    if not trace.rows:
+        lines.append(f"  {'outbox':<12} no rows")
+    for traced in trace.rows:
+        lines += _row_lines(traced)
+    return "\n".join(lines)
+
+
+def _row_lines(traced: RowTrace) -> list[str]:
+    row = traced.row
+    sent = " ".join(row.sent_message_ids) or NONE
+    lines = [
+        f"  outbox #{row.id}: {describe_delivery(row.item.delivery)}, {row.state},"
+        f" {row.attempts} attempt(s), message ids {sent}",
+        f"    key {row.item.idempotency_key}, last error {clip(row.last_error)}",
+    ]
+    if row.state is OutboxState.PENDING:
+        lines.append(f"    next attempt {when(row.next_attempt_at)}")
+    if not traced.calls:
+        lines.append("    no platform calls yet")
+        return lines
+    cells = [[when(call.at, millis=True), call.outcome, clip(call.detail)] for call in traced.calls]
+    lines.append(table(("CALLED", "RESULT", "DETAIL"), cells, indent="    "))
+    return lines

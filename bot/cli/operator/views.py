@@ -1,0 +1,143 @@
+"""``status``, ``conversations`` and ``trace``: what the daemon and its store say (SPEC §13)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from bot.cli.operator.output import (
+    CONVERSATION_HEADERS,
+    JsonObject,
+    conversation_cells,
+    conversation_json,
+    print_json,
+    table,
+)
+from bot.cli.operator.readyz import Readiness, fetch_readiness, readiness_json
+from bot.cli.operator.runner import EXIT_FAILED, opened_store
+from bot.cli.operator.trace import trace_json, trace_message, trace_text
+from bot.cli.options import CommandFailed
+from bot.config.settings import Settings
+from bot.exit_codes import EXIT_OK
+from bot.hub import ALL_CHANNELS, pause_setting
+from bot.messages import utc_now
+from bot.ports import Store
+from bot.records import OutboxState
+from bot.registry import IMPORT_PATHS, EdgeKind
+
+# --------------------------------------------------------------------------- status
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreFacts:
+    conversations: int
+    outbox: dict[OutboxState, int]
+    pairing_requests: int
+    paused: tuple[str, ...]
+
+    def to_json(self) -> JsonObject:
+        return {
+            "conversations": self.conversations,
+            "outbox": {str(state): count for state, count in self.outbox.items()},
+            "pairing_requests": self.pairing_requests,
+            "paused": list(self.paused),
+        }
+
+
+async def status(args: argparse.Namespace, settings: Settings) -> int:
+    readiness = await fetch_readiness(settings.http)
+    facts: StoreFacts | str
+    try:
+        async with opened_store(settings) as store:
+            facts = await _store_facts(store, settings)
+    except CommandFailed as exc:
+        facts = str(exc)
+    if args.json:
+        store_json = {"error": facts} if isinstance(facts, str) else facts.to_json()
+        print_json(
+            {
+                "ready": readiness.ready,
+                "daemon": readiness_json(readiness),
+                "store": {"state_dir": str(settings.state_dir), **store_json},
+            }
+        )
+    else:
+        _print_status(readiness, settings, facts)
+    return EXIT_OK if readiness.ready else EXIT_FAILED
+
+
+async def _store_facts(store: Store, settings: Settings) -> StoreFacts:
+    pairings = await store.access.pending_pairings(utc_now())
+    return StoreFacts(
+        conversations=await store.conversations.count(),
+        outbox=await store.outbox.counts(),
+        pairing_requests=len(pairings),
+        paused=await _paused(store, settings),
+    )
+
+
+async def _paused(store: Store, settings: Settings) -> tuple[str, ...]:
+    """Channels with a persisted ``/pause`` (``*`` is every channel), read from the settings
+    rows ``ChannelHub`` writes: ``paused.<channel>``."""
+    names = {*IMPORT_PATHS[EdgeKind.CHANNEL], *settings.channels.enabled(), ALL_CHANNELS}
+    return tuple([name for name in sorted(names) if await store.settings.get(pause_setting(name))])
+
+
+def _print_status(readiness: Readiness, settings: Settings, facts: StoreFacts | str) -> None:
+    if readiness.ready:
+        daemon = f"ready ({readiness.url})"
+    elif readiness.reachable:
+        daemon = f"NOT READY ({readiness.url})"
+    else:
+        daemon = "NOT RUNNING or not reachable"
+    lines = [("daemon", daemon), *(("", f"- {reason}") for reason in readiness.reasons)]
+    lines.append(("state_dir", str(settings.state_dir)))
+    if isinstance(facts, str):
+        lines.append(("store", facts))
+    else:
+        counts = facts.outbox
+        paused = ["all channels" if name == ALL_CHANNELS else name for name in facts.paused]
+        lines += [
+            ("conversations", f"{facts.conversations} active"),
+            ("outbox", ", ".join(f"{counts[state]} {state}" for state in OutboxState)),
+            ("pairing", f"{facts.pairing_requests} pending request(s)"),
+            ("paused", ", ".join(paused) or "none"),
+        ]
+    for name, value in lines:
+        print(f"{name:<14} {value}")
+
+
+# --------------------------------------------------------------------------- conversations
+
+
+async def conversations(args: argparse.Namespace, settings: Settings) -> int:
+    async with opened_store(settings) as store:
+        found = await store.conversations.recent(channel=args.channel, limit=args.limit)
+    if args.json:
+        print_json([conversation_json(conversation) for conversation in found])
+    elif not found:
+        print("no active conversations")
+    else:
+        print(table(CONVERSATION_HEADERS, [conversation_cells(c) for c in found]))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- trace
+
+
+async def trace(args: argparse.Namespace, settings: Settings) -> int:
+    async with opened_store(settings) as store:
+        traces = await trace_message(store, args.message_id, args.channel)
+    if not traces:
+        where = f" on {args.channel}" if args.channel else ""
+        days = settings.daemon.journal_retention_days
+        raise CommandFailed(
+            f"no journal entry for message {args.message_id}{where}"
+            f" (the journal keeps messages for {days} days)",
+            EXIT_FAILED,
+        )
+    if args.json:
+        print_json({"message_id": args.message_id, "entries": [trace_json(t) for t in traces]})
+    else:
+        print("\n\n".join(trace_text(trace) for trace in traces))
+    return EXIT_OK

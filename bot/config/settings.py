@@ -1,0 +1,253 @@
+"""The configuration schema of SPEC §2 as pydantic models.
+
+Unknown keys are errors (``extra="forbid"``) so a typo never silently falls back to a default.
+Secrets are ``SecretStr``. Loading, ``${VAR}`` expansion and error formatting live in
+``bot/config/loader.py``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from typing_extensions import override
+
+DEFAULT_MODEL_BASE_URL = "https://api.openai.com/v1"
+CONFIG_VERSION = 1
+
+
+class GroupScope(StrEnum):
+    TOPIC = "topic"
+    CHAT = "chat"
+    USER = "user"
+
+
+class BusyPolicy(StrEnum):
+    QUEUE = "queue"
+    INTERRUPT = "interrupt"
+    REJECT = "reject"
+
+
+class DmPolicy(StrEnum):
+    OPEN = "open"
+    ALLOWLIST = "allowlist"
+    PAIRING = "pairing"
+
+
+class GroupPolicy(StrEnum):
+    MENTION = "mention"
+    ALL = "all"
+    OFF = "off"
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LogSettings(Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    format: Literal["text", "json"] = "text"
+
+
+class HttpSettings(Section):
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(default=8787, ge=0, le=65535)
+
+
+class ModelSettings(Section):
+    base_url: str = DEFAULT_MODEL_BASE_URL
+    api_key: SecretStr | None = None
+    name: str = "gpt-4o-mini"
+
+    @property
+    def offline(self) -> bool:
+        """No key and the default endpoint: the built-in offline echo model is used."""
+        has_key = self.api_key is not None and self.api_key.get_secret_value() != ""
+        return not has_key and self.base_url.rstrip("/") == DEFAULT_MODEL_BASE_URL
+
+
+class RemoteSettings(Section):
+    url: str = "http://127.0.0.1:2024"
+    assistant_id: str = "agent"
+    api_key: SecretStr | None = None
+
+
+class AgentSettings(Section):
+    backend: Literal["embedded", "remote", "echo"] = "embedded"
+    model: ModelSettings = ModelSettings()
+    system_prompt: str = "You are a helpful assistant."
+    run_timeout_s: float = Field(default=900, gt=0)
+    max_concurrent_runs: int = Field(default=8, ge=1)
+    max_upload_bytes: int = Field(default=20 * 1024 * 1024, ge=0)
+    remote: RemoteSettings = RemoteSettings()
+
+
+class ConversationSettings(Section):
+    group_scope: GroupScope = GroupScope.TOPIC
+    busy_policy: BusyPolicy = BusyPolicy.QUEUE
+    clarification_ttl_s: float = Field(default=1800, gt=0)
+
+
+class AccessSettings(Section):
+    admins: tuple[str, ...] = ()
+    dm_policy: DmPolicy = DmPolicy.PAIRING
+    group_policy: GroupPolicy = GroupPolicy.MENTION
+
+
+class DaemonSettings(Section):
+    """Process-level knobs that SPEC §2 leaves unnamed; documented in the example config."""
+
+    shutdown_grace_s: float = Field(default=20, ge=0)
+    inbound_queue_size: int = Field(default=1000, ge=1)
+    journal_retention_days: int = Field(default=7, ge=7)
+    outbox_max_attempts: int = Field(default=8, ge=1)
+
+
+class ChannelSettings(Section):
+    """What every channel block has: the switch and the per-channel policy overrides."""
+
+    enabled: bool = False
+    group_scope: GroupScope | None = None
+    dm_policy: DmPolicy | None = None
+    group_policy: GroupPolicy | None = None
+    allowed_users: tuple[str, ...] = ()
+    ignore_bots: bool = True
+    """Drop messages from other bots (the bot's own are always dropped)."""
+
+    def required_secrets(self) -> tuple[str, ...]:
+        """Fields that must be non-empty when the channel is enabled."""
+        return ()
+
+
+class TelegramWebhookSettings(Section):
+    url: str
+    secret_token: SecretStr
+    path: str = "/telegram/webhook"
+
+
+class TelegramSettings(ChannelSettings):
+    token: SecretStr | None = None
+    mode: Literal["polling", "webhook"] = "polling"
+    api_base_url: str = "https://api.telegram.org"
+    webhook: TelegramWebhookSettings | None = None
+    max_requests_in_flight: int = Field(default=4, ge=1, le=64)
+
+    @override
+    def required_secrets(self) -> tuple[str, ...]:
+        return ("token", "webhook") if self.mode == "webhook" else ("token",)
+
+
+class SlackSettings(ChannelSettings):
+    bot_token: SecretStr | None = None
+    app_token: SecretStr | None = None
+    mode: Literal["socket", "http"] = "socket"
+    signing_secret: SecretStr | None = None
+    api_base_url: str = "https://slack.com/api/"
+    events_path: str = "/slack/events"
+
+    @override
+    def required_secrets(self) -> tuple[str, ...]:
+        return (
+            ("bot_token", "app_token") if self.mode == "socket" else ("bot_token", "signing_secret")
+        )
+
+
+class FeishuSettings(ChannelSettings):
+    app_id: str | None = None
+    app_secret: SecretStr | None = None
+    domain: str = "https://open.feishu.cn"
+    mode: Literal["websocket", "webhook"] = "websocket"
+    verification_token: SecretStr | None = None
+    encrypt_key: SecretStr | None = None
+    events_path: str = "/feishu/events"
+
+    @override
+    def required_secrets(self) -> tuple[str, ...]:
+        base = ("app_id", "app_secret")
+        return (*base, "verification_token") if self.mode == "webhook" else base
+
+
+class DingTalkSettings(ChannelSettings):
+    """DingTalk has no reply threads, so its groups default to one conversation per member."""
+
+    group_scope: GroupScope | None = GroupScope.USER
+    client_id: str | None = None
+    client_secret: SecretStr | None = None
+    api_base_url: str = "https://api.dingtalk.com"
+    card_template_id: str | None = None
+
+    @override
+    def required_secrets(self) -> tuple[str, ...]:
+        return ("client_id", "client_secret")
+
+
+class ConsoleSettings(ChannelSettings):
+    """The stdin/stdout channel. ``switchboard chat`` enables it on its own."""
+
+    user_id: str = "local"
+    display_name: str = "you"
+
+
+class ChannelsSettings(Section):
+    telegram: TelegramSettings = TelegramSettings()
+    slack: SlackSettings = SlackSettings()
+    feishu: FeishuSettings = FeishuSettings()
+    dingtalk: DingTalkSettings = DingTalkSettings()
+    console: ConsoleSettings = ConsoleSettings()
+
+    def blocks(self) -> dict[str, ChannelSettings]:
+        return {
+            "telegram": self.telegram,
+            "slack": self.slack,
+            "feishu": self.feishu,
+            "dingtalk": self.dingtalk,
+            "console": self.console,
+        }
+
+    def enabled(self) -> dict[str, ChannelSettings]:
+        return {name: block for name, block in self.blocks().items() if block.enabled}
+
+
+class Settings(Section):
+    config_version: int
+    state_dir: Path = Path("./var")
+    log: LogSettings = LogSettings()
+    http: HttpSettings = HttpSettings()
+    agent: AgentSettings = AgentSettings()
+    conversations: ConversationSettings = ConversationSettings()
+    access: AccessSettings = AccessSettings()
+    daemon: DaemonSettings = DaemonSettings()
+    channels: ChannelsSettings = ChannelsSettings()
+
+    @cached_property
+    def _policies(self) -> dict[str, ChannelPolicy]:
+        """Filled by ``channel_policy`` (pydantic leaves cached properties out of ``==``)."""
+        return {}
+
+    def channel_policy(self, channel: str) -> ChannelPolicy:
+        """Asked for every message; settings are immutable, so each answer is kept."""
+        policy = self._policies.get(channel)
+        if policy is None:
+            block = self.channels.blocks().get(channel, ChannelSettings())
+            policy = self._policies[channel] = ChannelPolicy(
+                group_scope=block.group_scope or self.conversations.group_scope,
+                dm_policy=block.dm_policy or self.access.dm_policy,
+                group_policy=block.group_policy or self.access.group_policy,
+                allowed_users=frozenset(block.allowed_users),
+                ignore_bots=block.ignore_bots,
+            )
+        return policy
+
+
+class ChannelPolicy(Section):
+    """The effective access and scope settings of one channel after overrides."""
+
+    group_scope: GroupScope
+    dm_policy: DmPolicy
+    group_policy: GroupPolicy
+    allowed_users: frozenset[str]
+    ignore_bots: bool = True

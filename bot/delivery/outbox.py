@@ -1,0 +1,398 @@
+"""The outbox worker: every reply is recorded, then sent in order per chat, retried by kind.
+
+Operations for one chat go out strictly in the order they were recorded (text before files,
+chunk 1 before chunk 2); a row that must wait holds back the rows behind it. Chats are
+independent of each other. Errors arrive already classified by the adapter (SPEC §8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import heapq
+import logging
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from bot.backoff import Backoff
+from bot.delivery.ratelimit import DestinationKey, RateLimiter
+from bot.errors import SendError, SendErrorKind, TransientSendError
+from bot.hub import ChannelHub, ChannelState
+from bot.messages import (
+    Delivery,
+    OutboundFile,
+    OutboundKind,
+    OutboundText,
+    ReactionMark,
+    RenderMode,
+    SentRef,
+    TextEdit,
+    utc_now,
+)
+from bot.metrics import Counters
+from bot.ports import Channel, Store
+from bot.records import OutboxItem, OutboxRow, OutboxState
+
+logger = logging.getLogger(__name__)
+
+PARKED_RETRY = timedelta(seconds=60)
+IDLE_POLL_S = 30.0
+FINISHED_MEMORY = 4096
+
+
+def destination_key(delivery: Delivery) -> DestinationKey:
+    dest = delivery.destination
+    return (dest.channel, dest.account_id, dest.chat_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    max_attempts: int = 8
+    backoff: Backoff = field(default_factory=lambda: Backoff(base_s=1.0, cap_s=300.0))
+    clock: Callable[[], datetime] = utc_now
+
+
+class Outbox:
+    def __init__(
+        self, store: Store, hub: ChannelHub, limiter: RateLimiter, counters: Counters,
+        policy: RetryPolicy,
+    ) -> None:  # fmt: skip
+        self._store = store
+        self._hub = hub
+        self._limiter = limiter
+        self._counters = counters
+        self._max_attempts = policy.max_attempts
+        self._backoff = policy.backoff
+        self._clock = policy.clock
+        self._wake = asyncio.Event()
+        self._changed = asyncio.Event()
+        self._active: dict[DestinationKey, asyncio.Task[None]] = {}
+        self._waiters: dict[int, asyncio.Future[SentRef | None]] = {}
+        self._unreachable: set[DestinationKey] = set()
+        self._fresh: list[OutboxRow] = []
+        self._waiting: dict[DestinationKey, list[OutboxRow]] = {}
+        self._claimed: set[int] = set()
+        """Rows being sent or waiting for their chat: a poll that sees them leaves them be."""
+        self._finished: set[int] = set()
+        self._finished_order: deque[int] = deque()
+        """Rows this process finished recently, so a copy still in a queue is not resent."""
+        self._poll = True
+        self._repoll = False
+        self._timers: list[datetime] = []
+        self._alarm: asyncio.TimerHandle | None = None
+        self._polling = False
+        self._running = False
+        self._held: dict[DestinationKey, datetime] = {}
+
+    # ------------------------------------------------------------------ producers
+
+    async def submit(
+        self, items: Sequence[OutboxItem], *, finishes: Sequence[int] = ()
+    ) -> list[int]:
+        """Record deliveries durably, then hand the new rows straight to the worker.
+
+        ``finishes``: journal entries this reply answers, marked handled in the same write.
+        """
+        if not items and not finishes:
+            return []
+        rows = await self._store.outbox.enqueue_rows(items, finishes=finishes)
+        self._hand_over([row for row in rows if row.state is OutboxState.PENDING])
+        return [row.id for row in rows]
+
+    async def send_now(self, item: OutboxItem) -> SentRef | None:
+        """Record and wait for the first attempt; ``None`` if it failed or will retry later.
+
+        Callers bound the wait with ``asyncio.timeout``; the row stays in the outbox either way.
+        """
+        (row,) = await self._store.outbox.enqueue_rows([item])
+        if row.state is OutboxState.SENT:
+            return SentRef(message_ids=row.sent_message_ids)
+        if row.state is OutboxState.DEAD:
+            return None
+        future: asyncio.Future[SentRef | None] = asyncio.get_running_loop().create_future()
+        self._waiters[row.id] = future
+        self._hand_over([row])
+        try:
+            return await future
+        finally:
+            self._waiters.pop(row.id, None)
+
+    def _hand_over(self, rows: list[OutboxRow]) -> None:
+        """Start sending new rows at once, or leave them to the worker while it has rows or a
+        store poll of its own in hand (it merges them in id order, which keeps chats in order)."""
+        if not rows:
+            return
+        if not self._running or self._polling or self._poll or self._fresh:
+            self._fresh.extend(rows)
+            self._wake.set()
+            return
+        self._route({row.id: row for row in rows}, polled=set())
+
+    def mark_reachable(self, key: DestinationKey) -> None:
+        """A chat that wrote to us again can be tried again after forbidden/not found."""
+        self._unreachable.discard(key)
+
+    # ------------------------------------------------------------------ worker
+
+    async def run(self) -> None:
+        """Send rows until cancelled.
+
+        Rows recorded by this process reach the worker directly; the store is polled for
+        rows whose retry time has come, rows left by an earlier process, and rows revived by
+        ``switchboard outbox retry`` (at least every ``IDLE_POLL_S``).
+        """
+        self._poll = True
+        self._running = True
+        try:
+            while True:
+                self._wake.clear()
+                await self._dispatch()
+                await self._sleep()
+        finally:
+            self._running = False
+            if self._alarm is not None:
+                self._alarm.cancel()
+                self._alarm = None
+
+    async def _dispatch(self) -> None:
+        fresh, self._fresh = self._fresh, []
+        rows = {row.id: row for row in fresh}
+        polled: set[int] = set()
+        if self._poll:
+            self._poll = False
+            self._polling = True
+            try:
+                for row in await self._store.outbox.due(self._clock(), limit=500):
+                    rows.setdefault(row.id, row)
+                    polled.add(row.id)
+                next_due = await self._store.outbox.next_due_at()
+            finally:
+                self._polling = False
+            if next_due is not None and next_due > self._clock():
+                self._schedule(next_due)  # rows left waiting, also by an earlier process
+        self._route(rows, polled)
+
+    def _route(self, rows: dict[int, OutboxRow], polled: set[int]) -> None:
+        """Start a sender per chat, or queue rows behind the chat's sender at work."""
+        groups: dict[DestinationKey, list[OutboxRow]] = {}
+        for row_id in sorted(rows.keys() - self._claimed - self._finished):
+            row = rows[row_id]
+            groups.setdefault(destination_key(row.item.delivery), []).append(row)
+        for key, group in groups.items():
+            if self._held_until(key) is not None:
+                continue  # in the store; polled again when the hold ends
+            if key in self._active:
+                # Rows from this process wait in memory; polled ones are found by a new poll.
+                waiting = [row for row in group if row.id not in polled]
+                self._waiting.setdefault(key, []).extend(waiting)
+                self._claimed.update(row.id for row in waiting)
+                self._repoll |= any(row.id in polled for row in group)
+                continue
+            self._claimed.update(row.id for row in group)
+            task = asyncio.create_task(self._send_group(group), name=f"outbox:{key[0]}:{key[2]}")
+            self._active[key] = task
+            task.add_done_callback(functools.partial(self._group_done, key))
+
+    def _held_until(self, key: DestinationKey) -> datetime | None:
+        """A chat whose earlier row waits for a retry sends nothing after it, to keep order."""
+        until = self._held.get(key)
+        if until is not None and until <= self._clock():
+            del self._held[key]
+            return None
+        return until
+
+    def _group_done(self, key: DestinationKey, _task: asyncio.Task[None]) -> None:
+        self._active.pop(key, None)
+        waiting = self._waiting.pop(key, [])
+        self._claimed.difference_update(row.id for row in waiting)
+        self._fresh.extend(waiting)
+        if self._repoll:
+            self._repoll = False
+            self._poll = True
+        self._wake.set()
+        self._changed.set()
+
+    def _schedule(self, at: datetime) -> None:
+        heapq.heappush(self._timers, at)
+
+    async def _sleep(self) -> None:
+        """Wait for new rows, a finished chat, or the next retry time (then poll the store)."""
+        now = self._clock()
+        while self._timers and self._timers[0] <= now:
+            heapq.heappop(self._timers)
+            self._poll = True
+        if self._poll or self._fresh:
+            return
+        timeout = IDLE_POLL_S
+        if self._timers:
+            timeout = min(timeout, (self._timers[0] - now).total_seconds())
+        self._arm(max(timeout, 0.001))
+        await self._wake.wait()
+
+    def _arm(self, delay_s: float) -> None:
+        """Make sure an alarm rings within ``delay_s``; an earlier one already set will do.
+
+        One long-lived timer instead of a timeout per wait: the worker waits once per row.
+        """
+        loop = asyncio.get_running_loop()
+        at = loop.time() + delay_s
+        if self._alarm is not None:
+            if self._alarm.when() <= at:
+                return
+            self._alarm.cancel()
+        self._alarm = loop.call_at(at, self._ring)
+
+    def _ring(self) -> None:
+        self._alarm = None
+        self._poll = True
+        self._wake.set()
+
+    async def wait_idle(self) -> None:
+        """Return once nothing is due or in flight (shutdown flush; bound it with a timeout)."""
+        while self._active or self._fresh or self._waiting or await self._sendable_now():
+            self._changed.clear()
+            self._poll = True
+            self._wake.set()
+            await self._changed.wait()
+
+    async def _sendable_now(self) -> bool:
+        """Whether the store holds a due row of a chat that is not waiting for a retry."""
+        rows = await self._store.outbox.due(self._clock(), limit=500)
+        return any(self._held_until(destination_key(row.item.delivery)) is None for row in rows)
+
+    async def cancel_active(self) -> None:
+        tasks = list(self._active.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _send_group(self, rows: list[OutboxRow]) -> None:
+        try:
+            for row in rows:
+                try:
+                    finished = await self._attempt(row)
+                except Exception:
+                    logger.exception("outbox row %s failed unexpectedly", row.id)
+                    finished = await self._failed(row, TransientSendError("unexpected error"))
+                self._claimed.discard(row.id)
+                if finished:
+                    self._remember_finished(row.id)
+                else:
+                    return
+        finally:
+            self._claimed.difference_update(row.id for row in rows)
+
+    def _remember_finished(self, row_id: int) -> None:
+        self._finished.add(row_id)
+        self._finished_order.append(row_id)
+        if len(self._finished_order) > FINISHED_MEMORY:
+            self._finished.discard(self._finished_order.popleft())
+
+    # ------------------------------------------------------------------ one attempt
+
+    async def _attempt(self, row: OutboxRow) -> bool:
+        """Try one row; ``True`` when it is finished (sent or dead), ``False`` to hold the chat."""
+        delivery = row.item.delivery
+        key = destination_key(delivery)
+        channel = self._hub.get(key[0])
+        if channel is None:
+            await self._finish_dead(row, f"channel {key[0]!r} is not running in this daemon")
+            return True
+        if key in self._unreachable:
+            await self._finish_dead(row, "destination unreachable (forbidden or not found)")
+            return True
+        if not self._hub.usable(key[0]):
+            reason = f"channel {key[0]} is {self._hub.state(key[0])}"
+            await self._retry_later(row, reason, self._clock() + PARKED_RETRY)
+            return False
+        if not isinstance(delivery, ReactionMark):
+            # Reactions are not messages: platforms rate-limit them separately.
+            await self._limiter.acquire(key)
+        try:
+            ref = await _perform(channel, delivery)
+        except SendError as exc:
+            return await self._failed(row, exc)
+        await self._store.outbox.mark_sent(row.id, ref.message_ids)
+        self._resolve(row.id, ref)
+        return True
+
+    async def _failed(self, row: OutboxRow, exc: SendError) -> bool:
+        delivery = row.item.delivery
+        key = destination_key(delivery)
+        await self._store.outbox.record_attempt(row.id, exc.kind, str(exc))
+        self._counters.send_errors.labels(channel=key[0], kind=exc.kind).inc()
+        logger.warning(
+            "send failed row=%s channel=%s chat=%s kind=%s attempt=%s: %s",
+            row.id, key[0], key[2], exc.kind, row.attempts + 1, exc,
+        )  # fmt: skip
+        if exc.kind is SendErrorKind.AUTH_FAILED:
+            self._hub.set_state(key[0], ChannelState.PARKED, "auth_failed")
+            await self._retry_later(row, str(exc), self._clock() + PARKED_RETRY)
+            return False
+        if exc.kind in (SendErrorKind.FORBIDDEN, SendErrorKind.TARGET_NOT_FOUND):
+            self._unreachable.add(key)
+        attempts = row.attempts + 1
+        delay = self._backoff.delay(attempts)
+        if exc.kind is SendErrorKind.RATE_LIMITED:
+            # Every send to this chat waits, also when this row (a progress update) is dropped.
+            delay = exc.retry_after if exc.retry_after is not None else delay
+            self._limiter.block(key, delay)
+        last_try = attempts >= self._max_attempts or _kind_of(delivery) is OutboundKind.PROGRESS
+        if not exc.retryable or last_try:
+            await self._finish_dead(row, f"{exc.kind}: {exc}")
+            return True
+        retry_at = self._clock() + timedelta(seconds=delay)
+        await self._retry_later(row, f"{exc.kind}: {exc}", retry_at)
+        return False
+
+    async def _retry_later(self, row: OutboxRow, error: str, at: datetime) -> None:
+        """Record the retry time; the chat holds its later rows until then, to keep order."""
+        await self._store.outbox.mark_retry(row.id, error, at)
+        key = destination_key(row.item.delivery)
+        self._held[key] = max(at, self._held.get(key, at))
+        self._schedule(at)
+
+    async def _finish_dead(self, row: OutboxRow, error: str) -> None:
+        await self._store.outbox.mark_dead(row.id, error)
+        logger.error(
+            "delivery dead row=%s correlation=%s: %s", row.id, row.item.correlation_id, error
+        )
+        self._resolve(row.id, None)
+
+    def _resolve(self, row_id: int, ref: SentRef | None) -> None:
+        future = self._waiters.get(row_id)
+        if future is not None and not future.done():
+            future.set_result(ref)
+
+
+def _kind_of(delivery: Delivery) -> OutboundKind | None:
+    if isinstance(delivery, OutboundText | TextEdit):
+        return delivery.kind
+    return None
+
+
+async def _perform(channel: Channel, delivery: Delivery) -> SentRef:
+    """One platform call, walking the rendering fallback ladder on ``invalid_request``."""
+    try:
+        return await _call(channel, delivery)
+    except SendError as exc:
+        if exc.kind is not SendErrorKind.INVALID_REQUEST:
+            raise
+        if not isinstance(delivery, OutboundText | TextEdit) or delivery.render is RenderMode.PLAIN:
+            raise
+        logger.info("%s rejected rich text (%s); retrying as plain text", channel.name, exc)
+        return await _call(channel, replace(delivery, render=RenderMode.PLAIN))
+
+
+async def _call(channel: Channel, delivery: Delivery) -> SentRef:
+    if isinstance(delivery, OutboundText):
+        return await channel.send_text(delivery)
+    if isinstance(delivery, TextEdit):
+        await channel.edit_text(delivery)
+        return SentRef(message_ids=(delivery.message_id,))
+    if isinstance(delivery, OutboundFile):
+        return await channel.send_file(delivery)
+    await channel.react(delivery)
+    return SentRef(message_ids=())

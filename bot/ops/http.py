@@ -1,0 +1,125 @@
+"""The daemon's HTTP server: health, readiness, metrics and channel webhooks (SPEC §13, §14).
+
+Channels in webhook mode register their routes here before the server starts, so every
+webhook shares one listener on ``http.host:port``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from bot.config.settings import HttpSettings
+from bot.hub import ChannelHub, ChannelState
+from bot.metrics import Counters
+from bot.ports import Store, WebhookHandler
+
+logger = logging.getLogger(__name__)
+
+
+class RouteTable:
+    """Webhook routes of the channels, looked up per request.
+
+    A channel restarted from new settings registers its path again and replaces the old
+    handler; a channel enabled by a reload adds a path while the server runs.
+    """
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, WebhookHandler] = {}
+
+    def add_post(self, path: str, handler: WebhookHandler) -> None:
+        self._handlers[path] = handler
+
+    @property
+    def posts(self) -> list[tuple[str, WebhookHandler]]:
+        return list(self._handlers.items())
+
+    def handler(self, path: str) -> WebhookHandler | None:
+        return self._handlers.get(path)
+
+
+class HttpServer:
+    def __init__(
+        self,
+        settings: HttpSettings,
+        hub: ChannelHub,
+        store: Store,
+        counters: Counters,
+        routes: RouteTable,
+    ) -> None:
+        self._settings = settings
+        self._hub = hub
+        self._store = store
+        self._counters = counters
+        self._app = web.Application()
+        self._app.router.add_get("/healthz", self._healthz)
+        self._app.router.add_get("/readyz", self._readyz)
+        self._app.router.add_get("/metrics", self._metrics)
+        self._routes = routes
+        self._app.router.add_post("/{path:.*}", self._webhook)
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    async def start(self) -> None:
+        if not self._settings.enabled:
+            if self._routes.posts:
+                logger.warning("http is disabled, so channel webhooks cannot receive anything")
+            return
+        self._runner = web.AppRunner(self._app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._settings.host, self._settings.port)
+        await site.start()
+        addresses = self._runner.addresses
+        self.port = int(addresses[0][1]) if addresses else self._settings.port
+        logger.info("http listening on %s:%s", self._settings.host, self.port)
+
+    async def aclose(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def readiness(self) -> list[str]:
+        """Reasons the daemon is not ready; empty when it is."""
+        reasons = []
+        if not await self._store.writable():
+            reasons.append("store: not writable")
+        for name in self._hub.names():
+            state = self._hub.state(name)
+            if state is not ChannelState.RUNNING:
+                detail = self._hub.reason(name)
+                reasons.append(f"channel {name}: {state}{f' ({detail})' if detail else ''}")
+        return reasons
+
+    async def _refresh_gauges(self) -> None:
+        """Gauges that mirror state held elsewhere are read when scraped."""
+        for state, count in (await self._store.outbox.counts()).items():
+            self._counters.outbox_rows.labels(state=state).set(count)
+        for name in self._hub.names():
+            up = self._hub.state(name) is ChannelState.RUNNING
+            self._counters.channel_up.labels(channel=name).set(1 if up else 0)
+
+    async def _webhook(self, request: web.Request) -> web.StreamResponse:
+        handler = self._routes.handler(request.path)
+        if handler is None:
+            raise web.HTTPNotFound
+        return await handler(request)
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def _readyz(self, _request: web.Request) -> web.Response:
+        reasons = await self.readiness()
+        body = {"ready": not reasons, "reasons": reasons}
+        return web.Response(
+            status=200 if not reasons else 503,
+            text=json.dumps(body),
+            content_type="application/json",
+        )
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        await self._refresh_gauges()
+        payload = generate_latest(self._counters.registry)
+        return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPE_LATEST})

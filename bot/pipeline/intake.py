@@ -1,0 +1,84 @@
+"""``publish``: admission → durable dedupe → bus (SPEC §5).
+
+An adapter acknowledges its platform event only when this returns an ``ack``-able admission,
+which happens after the message is in the journal. A platform batch (one Telegram
+``getUpdates`` answer) goes through ``many``: one journal write for all of it instead of one
+round trip to the store per message.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+
+from bot.messages import InboundMessage
+from bot.metrics import Counters, DropReason, log_drop
+from bot.pipeline.bus import Accepted, InboundBus
+from bot.ports import Admission, Store
+
+logger = logging.getLogger(__name__)
+
+
+def new_correlation_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class Intake:
+    """The ``Publish`` port: adapters call it, or its ``many``."""
+
+    def __init__(self, store: Store, bus: InboundBus, counters: Counters) -> None:
+        self._store = store
+        self._bus = bus
+        self._counters = counters
+
+    async def __call__(self, message: InboundMessage) -> Admission:
+        return await self.publish(message)
+
+    async def publish(self, message: InboundMessage) -> Admission:
+        (admission,) = await self.many([message])
+        return admission
+
+    async def many(self, messages: Sequence[InboundMessage]) -> list[Admission]:
+        admitted = self._reserve(messages)
+        refused = self._refusals(messages[len(admitted) :])
+        if not admitted:
+            return refused
+        entries = [(message, new_correlation_id()) for message in admitted]
+        try:
+            entry_ids = await self._store.inbound.record_many(entries)
+        except BaseException:
+            for _ in admitted:
+                self._bus.release()
+            raise
+        admissions: list[Admission] = []
+        for (message, correlation_id), entry_id in zip(entries, entry_ids, strict=True):
+            if entry_id is None:
+                self._bus.release()
+                await self._store.inbound.count_duplicate(message)
+                self._counters.inbound(message.channel, DropReason.DUPLICATE)
+                log_drop(message, DropReason.DUPLICATE)
+                admissions.append(Admission.DUPLICATE)
+                continue
+            self._bus.put_reserved(
+                Accepted(entry_id=entry_id, message=message, correlation_id=correlation_id)
+            )
+            admissions.append(Admission.ACCEPTED)
+        return admissions + refused
+
+    def _reserve(self, messages: Sequence[InboundMessage]) -> Sequence[InboundMessage]:
+        """The leading messages the bus has room for (it stops at the first it has not)."""
+        for index, _ in enumerate(messages):
+            if not self._bus.reserve():
+                return messages[:index]
+        return messages
+
+    def _refusals(self, messages: Sequence[InboundMessage]) -> list[Admission]:
+        if not messages:
+            return []
+        if self._bus.closed:
+            return [Admission.CLOSED] * len(messages)
+        for message in messages:
+            self._counters.inbound(message.channel, DropReason.QUEUE_FULL)
+            log_drop(message, DropReason.QUEUE_FULL)
+        return [Admission.QUEUE_FULL] * len(messages)

@@ -1,0 +1,215 @@
+"""Per-conversation FIFO lanes with busy policies and a global run bound (SPEC §5).
+
+Each ConversationKey gets a lane only while it has work. A lane runs one turn at a time;
+a lane waiting for a global slot holds a semaphore place in line, not a worker, so a slow
+conversation never delays another beyond the global bound.
+
+A lane's driver task runs its turns itself (a task per turn cost more than a short turn's
+own bookkeeping). Stopping a turn cancels the driver; the driver takes that cancellation at
+the turn's boundary, recognised by the turn's ``CancelToken``, and goes on with the lane.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from bot.config.settings import BusyPolicy
+from bot.messages import ConversationKey, Destination
+from bot.pipeline.bus import Accepted
+from bot.records import Clarification
+
+logger = logging.getLogger(__name__)
+
+
+class CancelReason(StrEnum):
+    STOP = "stopped"
+    INTERRUPT = "interrupted"
+    SHUTDOWN = "shutdown"
+    TIMEOUT = "timeout"
+
+
+@dataclass(slots=True)
+class CancelToken:
+    """Why a running turn was cancelled; set just before ``Task.cancel()``."""
+
+    reason: CancelReason | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnRequest:
+    """Work for one lane: inbound messages, or the answer to a pending question."""
+
+    key: ConversationKey
+    destination: Destination
+    items: tuple[Accepted, ...]
+    answered: Clarification | None = None
+    answer: str | None = None
+
+    @property
+    def mergeable(self) -> bool:
+        return self.answered is None
+
+
+def merge(requests: list[TurnRequest]) -> TurnRequest:
+    """Several queued messages become one turn, in arrival order (SPEC §5 queue policy)."""
+    last = requests[-1]
+    items = tuple(item for request in requests for item in request.items)
+    return TurnRequest(key=last.key, destination=last.destination, items=items)
+
+
+class SubmitOutcome(StrEnum):
+    STARTED = "started"
+    QUEUED = "queued"
+    INTERRUPTING = "interrupting"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaneStatus:
+    running: bool
+    queued: int
+
+
+Runner = Callable[[TurnRequest, CancelToken], Coroutine[object, object, None]]
+
+
+@dataclass(slots=True)
+class _Lane:
+    key: ConversationKey
+    pending: deque[TurnRequest] = field(default_factory=deque)
+    driver: asyncio.Task[None] | None = None
+    """Runs the lane's turns one after another, itself: no task per turn."""
+    running: bool = False
+    """A turn is in progress on the driver (cancelling the driver cancels just the turn)."""
+    token: CancelToken = field(default_factory=CancelToken)
+
+
+class Lanes:
+    def __init__(self, runner: Runner, max_concurrent_runs: int) -> None:
+        self._runner = runner
+        self._slots = asyncio.Semaphore(max_concurrent_runs)
+        self._lanes: dict[ConversationKey, _Lane] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    @property
+    def active_runs(self) -> int:
+        return sum(1 for lane in self._lanes.values() if lane.running)
+
+    @property
+    def queued(self) -> int:
+        return sum(len(lane.pending) for lane in self._lanes.values())
+
+    def status(self, key: ConversationKey) -> LaneStatus:
+        lane = self._lanes.get(key)
+        if lane is None:
+            return LaneStatus(running=False, queued=0)
+        return LaneStatus(running=lane.running, queued=len(lane.pending))
+
+    def submit(self, request: TurnRequest, policy: BusyPolicy) -> SubmitOutcome:
+        lane = self._lanes.get(request.key)
+        if lane is None:
+            lane = self._lanes[request.key] = _Lane(key=request.key)
+        if lane.running and request.mergeable:
+            if policy is BusyPolicy.REJECT:
+                return SubmitOutcome.REJECTED
+            lane.pending.append(request)
+            if policy is BusyPolicy.INTERRUPT:
+                self._cancel_turn(lane, CancelReason.INTERRUPT)
+                return SubmitOutcome.INTERRUPTING
+            return SubmitOutcome.QUEUED
+        lane.pending.append(request)
+        if lane.driver is None:
+            self._idle.clear()
+            lane.driver = asyncio.create_task(
+                self._drive(lane), name=f"lane:{request.key.describe()}"
+            )
+            return SubmitOutcome.STARTED
+        return SubmitOutcome.QUEUED
+
+    def stop(self, key: ConversationKey) -> tuple[bool, list[TurnRequest]]:
+        """Cancel the running turn and clear the queue; returns (was running, cleared)."""
+        lane = self._lanes.get(key)
+        if lane is None:
+            return False, []
+        cleared = list(lane.pending)
+        lane.pending.clear()
+        was_running = lane.running
+        self._cancel_turn(lane, CancelReason.STOP)
+        return was_running, cleared
+
+    def _cancel_turn(self, lane: _Lane, reason: CancelReason) -> None:
+        if lane.running and lane.driver is not None and lane.token.reason is None:
+            lane.token.reason = reason
+            lane.driver.cancel()
+
+    async def _drive(self, lane: _Lane) -> None:
+        try:
+            while lane.pending:
+                request = self._next(lane)
+                async with self._slots:
+                    await self._turn(lane, request)
+        finally:
+            lane.driver = None
+            lane.running = False
+            if not lane.pending:
+                self._lanes.pop(lane.key, None)
+            if not any(lane.driver for lane in self._lanes.values()):
+                self._idle.set()
+
+    async def _turn(self, lane: _Lane, request: TurnRequest) -> None:
+        """Run one turn on the driver; a cancellation of the turn ends here, not the driver."""
+        token = lane.token = CancelToken()
+        lane.running = True
+        try:
+            await self._runner(request, token)
+        except asyncio.CancelledError:
+            if token.reason is None:
+                raise  # the driver itself is being cancelled
+            task = asyncio.current_task()
+            while task is not None and task.cancelling():
+                task.uncancel()
+        except Exception:
+            logger.exception("turn failed")
+        finally:
+            lane.running = False
+
+    @staticmethod
+    def _next(lane: _Lane) -> TurnRequest:
+        first = lane.pending.popleft()
+        if not first.mergeable:
+            return first
+        batch = [first]
+        while lane.pending and lane.pending[0].mergeable:
+            batch.append(lane.pending.popleft())
+        return merge(batch) if len(batch) > 1 else first
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    async def shutdown(self, grace_s: float) -> list[TurnRequest]:
+        """Let running turns finish for ``grace_s``, then cancel them for resumption.
+
+        Returns the queued requests that never started (they stay journaled as accepted).
+        """
+        leftovers = [request for lane in self._lanes.values() for request in lane.pending]
+        for lane in self._lanes.values():
+            lane.pending.clear()
+        running = [lane.driver for lane in self._lanes.values() if lane.running and lane.driver]
+        if running:
+            await asyncio.wait(running, timeout=grace_s)
+        cancelled = [lane.driver for lane in self._lanes.values() if lane.running and lane.driver]
+        for lane in list(self._lanes.values()):
+            self._cancel_turn(lane, CancelReason.SHUTDOWN)
+        if cancelled:
+            await asyncio.wait(cancelled)  # each finishes its turn visibly, then stops
+        drivers = [lane.driver for lane in self._lanes.values() if lane.driver is not None]
+        for driver in drivers:
+            driver.cancel()
+        await asyncio.gather(*drivers, return_exceptions=True)
+        return leftovers

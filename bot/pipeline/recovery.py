@@ -1,0 +1,96 @@
+"""Crash recovery at startup (SPEC §11): nothing the daemon accepted is silently lost.
+
+For each journaled message whose turn did not complete: if its answer was already recorded
+in the outbox, the outbox delivers it; otherwise the turn runs again — once, with a short
+"resuming after restart" notice if it had started. A turn that was already re-run once gets
+an apology instead of a third attempt. Placeholders left by the crash are reused by the
+re-run (same idempotency key) and so end up finalised.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from bot.delivery.replies import ReplyContext, plan_text
+from bot.pipeline.bus import Accepted, InboundBus
+from bot.pipeline.sessions import Sessions, destination_for
+from bot.pipeline.turns import RESUMED_PREFIX, TURN_PREFIX
+from bot.ports import ChannelCapabilities, Store
+from bot.records import InboundStatus, JournalEntry, OutboxItem
+
+logger = logging.getLogger(__name__)
+
+Notify = Callable[[JournalEntry, str], Awaitable[None]]
+Submit = Callable[[Sequence[OutboxItem]], Awaitable[list[int]]]
+CapabilitiesOf = Callable[[str], ChannelCapabilities | None]
+
+RESUMING_NOTICE = "🔄 Resuming after a restart…"
+GAVE_UP_NOTICE = (
+    "⚠️ Sorry — this message could not be answered after a restart. Please send it again."
+)
+
+
+def _turn_correlation(entry: JournalEntry) -> str:
+    reason = entry.reason or ""
+    for prefix in (RESUMED_PREFIX, TURN_PREFIX):
+        if reason.startswith(prefix):
+            return reason[len(prefix) :]
+    return entry.correlation_id
+
+
+async def _answer_recorded(store: Store, correlation_id: str) -> bool:
+    rows = await store.outbox.for_correlation(correlation_id)
+    return any(row.item.idempotency_key.startswith(f"{correlation_id}/final/") for row in rows)
+
+
+async def recover(store: Store, bus: InboundBus, notify: Notify) -> int:
+    """Requeue unfinished messages; returns how many will run again."""
+    requeued = 0
+    for entry in await store.inbound.unfinished():
+        if await _answer_recorded(store, _turn_correlation(entry)):
+            await store.inbound.update(entry.id, InboundStatus.HANDLED, reason="answer recorded")
+            continue
+        started = entry.status is InboundStatus.RUNNING
+        if (entry.reason or "").startswith(RESUMED_PREFIX):
+            await notify(entry, GAVE_UP_NOTICE)
+            await store.inbound.update(
+                entry.id, InboundStatus.FAILED, reason="failed after restart"
+            )
+            continue
+        if started:
+            await notify(entry, RESUMING_NOTICE)
+        bus.put_recovered(
+            Accepted(
+                entry_id=entry.id,
+                message=entry.message,
+                correlation_id=entry.correlation_id,
+                recovered=started,
+            )
+        )
+        requeued += 1
+    if requeued:
+        logger.info("recovery: %d unfinished message(s) requeued", requeued)
+    return requeued
+
+
+def notice_sender(submit: Submit, sessions: Sessions, caps_of: CapabilitiesOf) -> Notify:
+    """A ``Notify`` that posts through the outbox into the message's conversation."""
+
+    async def notify(entry: JournalEntry, text: str) -> None:
+        caps = caps_of(entry.message.channel)
+        if caps is None:
+            return
+        key = entry.key or sessions.scoped_key(entry.message)
+        ctx = ReplyContext(
+            key=key,
+            thread_id=entry.thread_id,
+            destination=destination_for(entry.message, key),
+            reply_to=entry.message.message_id,
+            correlation_id=entry.correlation_id,
+            turn_tag="recovery",
+        )
+        deliveries = plan_text(ctx, text, caps)
+        await submit([ctx.item(i, d) for i, d in enumerate(deliveries)])
+
+    return notify

@@ -1,0 +1,245 @@
+"""Inbound → access → command, answer or turn → lane (SPEC §5, §7, §9, §10).
+
+One dispatcher consumes the bus in order; everything it does per message is a few store
+lookups, so it never waits on an agent. Turns run in their conversation's lane.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.commands import CommandCall, CommandEnv, CommandRegistry, ParsedCommand, parse_command
+from bot.config.settings import GroupPolicy, Settings
+from bot.delivery.outbox import Outbox
+from bot.delivery.replies import ReplyContext, plan_text
+from bot.hub import ChannelHub
+from bot.messages import (
+    ChatType,
+    ConversationKey,
+    InboundMessage,
+    OutboundKind,
+    Reaction,
+    ReactionMark,
+)
+from bot.metrics import Counters, DropReason, log_drop
+from bot.pipeline.access import AccessControl, Role
+from bot.pipeline.bus import Accepted, BusClosed, InboundBus
+from bot.pipeline.clarifications import Answer, Clarifications
+from bot.pipeline.lanes import Lanes, SubmitOutcome, TurnRequest
+from bot.pipeline.sessions import Sessions, destination_for
+from bot.ports import Store
+from bot.records import InboundStatus
+
+logger = logging.getLogger(__name__)
+
+QUEUED_NOTICE = "⏳ Queued — I'll answer after the current reply."
+BUSY_NOTICE = "I'm still working on your previous message. Wait for it, or send /stop."
+STALE_BUTTON_NOTICE = "That question was already answered or has expired."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RouterDeps:
+    settings: Callable[[], Settings]
+    store: Store
+    bus: InboundBus
+    hub: ChannelHub
+    access: AccessControl
+    commands: CommandRegistry
+    clarifications: Clarifications
+    sessions: Sessions
+    lanes: Lanes
+    outbox: Outbox
+    counters: Counters
+
+
+class Router:
+    def __init__(self, deps: RouterDeps) -> None:
+        self._d = deps
+        self.command_env: CommandEnv | None = None
+        self.handled = 0
+        self._progress = asyncio.Condition()
+
+    async def run(self) -> None:
+        """Dispatch bus items until the bus closes."""
+        while True:
+            try:
+                item = await self._d.bus.get()
+            except BusClosed:
+                return
+            try:
+                await self.handle(item)
+            except Exception:
+                logger.exception("failed to route message correlation=%s", item.correlation_id)
+                await self._d.store.inbound.update(
+                    item.entry_id, InboundStatus.FAILED, reason="routing error"
+                )
+            async with self._progress:
+                self.handled += 1
+                self._progress.notify_all()
+
+    async def wait_handled(self, count: int) -> None:
+        """Wait until ``count`` bus items have been routed (for drains and tests)."""
+        async with self._progress:
+            await self._progress.wait_for(lambda: self.handled >= count)
+
+    async def handle(self, item: Accepted) -> None:
+        message = item.message
+        self._d.outbox.mark_reachable((message.channel, message.account_id, message.chat_id))
+        if message.sender.is_bot and self._ignores_bots(message.channel):
+            await self._drop(item, DropReason.FROM_BOT)
+            return
+        parsed = self._parse_command(message)
+        role = self._d.access.role(message)
+        if self._d.hub.is_paused(message.channel) and not (parsed and role is Role.ADMIN):
+            await self._drop(item, DropReason.PAUSED)
+            return
+        verdict = await self._d.access.check(message)
+        if not verdict.allowed:
+            if verdict.reply:
+                await self._notice(item, self._d.sessions.scoped_key(message), verdict.reply)
+            await self._drop(item, verdict.reason or DropReason.NOT_ALLOWED)
+            return
+        if parsed is not None:
+            await self._command(item, parsed, role)
+            return
+        await self._conversation(item)
+
+    async def _conversation(self, item: Accepted) -> None:
+        message = item.message
+        answer = await self._d.clarifications.match(message, is_command=False)
+        if answer is not None:
+            self._submit_answer(item, answer)
+            return
+        if message.button is not None:
+            await self._notice(item, self._d.sessions.scoped_key(message), STALE_BUTTON_NOTICE)
+            await self._finish(item, "stale button")
+            return
+        if message.chat_type is ChatType.GROUP and not await self._addressed(message):
+            await self._drop(item, DropReason.NOT_ADDRESSED)
+            return
+        key = await self._d.sessions.key_for(message)
+        request = TurnRequest(key=key, destination=destination_for(message, key), items=(item,))
+        await self._submit(item, request)
+
+    def _ignores_bots(self, channel: str) -> bool:
+        """Other bots are ignored unless the channel opts in (adapters drop our own)."""
+        return self._d.settings().channel_policy(channel).ignore_bots
+
+    def _parse_command(self, message: InboundMessage) -> ParsedCommand | None:
+        if message.button is not None:
+            return None
+        channel = self._d.hub.get(message.channel)
+        names = channel.identity.usernames if channel is not None else frozenset[str]()
+        return parse_command(message.text, self._d.commands.names, names)
+
+    async def _addressed(self, message: InboundMessage) -> bool:
+        """Group messages count when they mention or reply to the bot or stay in its topic."""
+        policy = self._d.settings().channel_policy(message.channel)
+        if policy.group_policy is GroupPolicy.ALL or message.mentions_bot or message.reply_to_bot:
+            return True
+        if await self._d.sessions.replied_key(message) is not None:
+            return True
+        if message.thread_root_id is None:
+            return False
+        return await self._d.store.conversations.topic_known(self._d.sessions.scoped_key(message))
+
+    def _submit_answer(self, item: Accepted, answer: Answer) -> None:
+        clarification = answer.clarification
+        request = TurnRequest(
+            key=clarification.key,
+            destination=destination_for(item.message, clarification.key),
+            items=(item,),
+            answered=clarification,
+            answer=answer.text,
+        )
+        self._d.lanes.submit(request, self._d.settings().conversations.busy_policy)
+        self._d.counters.inbound(item.message.channel, "answer")
+        logger.info(
+            "answer for clarification=%s correlation=%s", clarification.id, item.correlation_id
+        )
+
+    async def _submit(self, item: Accepted, request: TurnRequest) -> None:
+        outcome = self._d.lanes.submit(request, self._d.settings().conversations.busy_policy)
+        self._d.counters.inbound(item.message.channel, "accepted")
+        if outcome is SubmitOutcome.QUEUED:
+            await self._acknowledge_queued(item, request.key)
+        elif outcome is SubmitOutcome.REJECTED:
+            await self._notice(item, request.key, BUSY_NOTICE)
+            await self._drop(item, DropReason.BUSY)
+
+    async def _acknowledge_queued(self, item: Accepted, key: ConversationKey) -> None:
+        channel = self._d.hub.get(item.message.channel)
+        if channel is not None and Reaction.QUEUED in channel.capabilities.reactions:
+            ctx = self._reply_ctx(item, key, "queued")
+            mark = ReactionMark(
+                destination=ctx.destination,
+                message_id=item.message.message_id,
+                reaction=Reaction.QUEUED,
+            )
+            await self._d.outbox.submit([ctx.item(0, mark)])
+        else:
+            await self._notice(item, key, QUEUED_NOTICE)
+
+    async def _command(self, item: Accepted, parsed: ParsedCommand, role: Role) -> None:
+        assert self.command_env is not None  # noqa: S101 - wired by the composition root
+        key = await self._d.sessions.key_for(item.message)
+        call = CommandCall(
+            message=item.message, key=key, args=parsed.args, raw_args=parsed.raw_args,
+            role=role, env=self.command_env,
+        )  # fmt: skip
+        started = time.monotonic()
+        reply = await self._d.commands.dispatch(parsed.name, call)
+        await self._send(item, key, reply, OutboundKind.COMMAND, "command")
+        await self._finish(item, f"command /{parsed.name}")
+        self._d.counters.inbound(item.message.channel, "command")
+        logger.info(
+            "command /%s key=%s correlation=%s role=%s duration=%.3fs",
+            parsed.name, key.describe(), item.correlation_id, role,
+            time.monotonic() - started,
+        )  # fmt: skip
+
+    async def stop_conversation(self, key: ConversationKey) -> tuple[bool, int]:
+        was_running, cleared = self._d.lanes.stop(key)
+        for request in cleared:
+            for queued in request.items:
+                await self._d.store.inbound.update(
+                    queued.entry_id, InboundStatus.HANDLED, reason="stopped", key=key
+                )
+        return was_running, sum(len(request.items) for request in cleared)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _reply_ctx(self, item: Accepted, key: ConversationKey, tag: str) -> ReplyContext:
+        return ReplyContext(
+            key=key,
+            thread_id=None,
+            destination=destination_for(item.message, key),
+            reply_to=item.message.message_id,
+            correlation_id=item.correlation_id,
+            turn_tag=tag,
+        )
+
+    async def _send(
+        self, item: Accepted, key: ConversationKey, text: str, kind: OutboundKind, tag: str
+    ) -> None:
+        channel = self._d.hub.get(item.message.channel)
+        if channel is None:
+            return
+        ctx = self._reply_ctx(item, key, tag)
+        deliveries = plan_text(ctx, text, channel.capabilities, kind=kind)
+        await self._d.outbox.submit([ctx.item(i, d) for i, d in enumerate(deliveries)])
+
+    async def _notice(self, item: Accepted, key: ConversationKey, text: str) -> None:
+        await self._send(item, key, text, OutboundKind.NOTICE, "notice")
+
+    async def _finish(self, item: Accepted, reason: str) -> None:
+        await self._d.store.inbound.update(item.entry_id, InboundStatus.HANDLED, reason=reason)
+
+    async def _drop(self, item: Accepted, reason: DropReason) -> None:
+        await self._d.store.inbound.update(item.entry_id, InboundStatus.DROPPED, reason=reason)
+        self._d.counters.inbound(item.message.channel, reason)
+        log_drop(item.message, reason)

@@ -1,0 +1,314 @@
+"""One agent turn: thread → uploads → agent events → progress → final delivery (SPEC §5 to §8).
+
+Every way a turn can end produces a visible result: the answer, a question, or a final
+message saying what went wrong with a short reference id — never silence and never a
+placeholder left "thinking". A turn cancelled by shutdown stays journaled so the next start
+resumes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.config.settings import Settings
+from bot.delivery.outbox import Outbox
+from bot.delivery.progress import ProgressStream
+from bot.delivery.ratelimit import RateLimiter
+from bot.delivery.replies import (
+    MAX_CHUNKS_INLINE,
+    ReplyContext,
+    long_answer_summary,
+    plan_chunks,
+    plan_files,
+    plan_text,
+    split_reply,
+)
+from bot.errors import AgentError
+from bot.hub import ChannelHub
+from bot.messages import Delivery, OutboundKind, Reaction, ReactionMark, Sender, utc_now
+from bot.metrics import Counters
+from bot.pipeline.clarifications import Clarifications
+from bot.pipeline.lanes import CancelReason, CancelToken, TurnRequest
+from bot.pipeline.sessions import Sessions
+from bot.pipeline.uploads import save_uploads
+from bot.ports import (
+    AgentBackend,
+    Channel,
+    ClarificationRequest,
+    FinalAnswer,
+    PresentedFile,
+    Store,
+    TextDelta,
+    Turn,
+)
+from bot.records import InboundStatus, OutboxItem
+from bot.workspace import ThreadWorkspace
+
+logger = logging.getLogger(__name__)
+
+WORKSPACES_REMEMBERED = 4096
+
+TURN_PREFIX = "turn "
+RESUMED_PREFIX = "resumed turn "
+"""Journal reasons of running entries: which turn (correlation id) answers them, and
+whether it is already the one re-run allowed after a restart (SPEC §11)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnDeps:
+    settings: Callable[[], Settings]
+    store: Store
+    agent: AgentBackend
+    hub: ChannelHub
+    sessions: Sessions
+    outbox: Outbox
+    limiter: RateLimiter
+    clarifications: Clarifications
+    counters: Counters
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Scope:
+    """Everything one running turn works with."""
+
+    request: TurnRequest
+    channel: Channel
+    ctx: ReplyContext
+    stream: ProgressStream
+    workspace: ThreadWorkspace
+    thread_id: str
+
+
+class TurnRunner:
+    def __init__(self, deps: TurnDeps) -> None:
+        self._d = deps
+        self._workspaces: dict[str, ThreadWorkspace] = {}
+
+    async def __call__(self, request: TurnRequest, token: CancelToken) -> None:
+        channel = self._d.hub.get(request.key.channel)
+        if channel is None:
+            await self._mark(request, InboundStatus.FAILED, "channel not running")
+            return
+        started = time.monotonic()
+        conversation = await self._thread_for(request)
+        ctx = ReplyContext(
+            key=request.key,
+            thread_id=conversation,
+            destination=request.destination,
+            reply_to=request.items[-1].message.message_id if request.items else None,
+            correlation_id=request.items[-1].correlation_id if request.items else conversation,
+        )
+        resumed = any(item.recovered for item in request.items)
+        marker = f"{RESUMED_PREFIX if resumed else TURN_PREFIX}{ctx.correlation_id}"
+        await self._mark(request, InboundStatus.RUNNING, marker, thread_id=conversation)
+        outcome = "ok"
+        self._d.counters.runs_active.inc()
+        try:
+            outcome = await self._run(request, channel, ctx, token)
+        finally:
+            self._d.counters.runs_active.dec()
+            self._d.counters.run_seconds.labels(outcome=outcome).observe(time.monotonic() - started)
+            logger.info(
+                "turn key=%s thread=%s correlation=%s outcome=%s duration=%.3fs",
+                request.key.describe(), conversation, ctx.correlation_id, outcome,
+                time.monotonic() - started,
+            )  # fmt: skip
+
+    async def _thread_for(self, request: TurnRequest) -> str:
+        if request.answered is not None:
+            return request.answered.thread_id
+        return (await self._d.sessions.ensure_thread(request.key)).thread_id
+
+    async def _run(
+        self, request: TurnRequest, channel: Channel, ctx: ReplyContext, token: CancelToken
+    ) -> str:
+        assert ctx.thread_id is not None  # noqa: S101 - set by __call__
+        workspace = self._workspace(ctx.thread_id)
+        turn = await self._build_turn(request, channel, workspace)
+        stream = ProgressStream(
+            channel, self._d.outbox.send_now, self._d.limiter, ctx.tagged("placeholder")
+        )
+        scope = _Scope(
+            request=request, channel=channel, ctx=ctx, stream=stream, workspace=workspace,
+            thread_id=ctx.thread_id,
+        )  # fmt: skip
+        await self._react(ctx, Reaction.WORKING)
+        stream.start()
+        try:
+            return await self._consume(scope, turn)
+        except asyncio.CancelledError:
+            await self._cancelled(scope, token)
+            raise
+        except AgentError as exc:
+            logger.warning("agent failed correlation=%s: %s", ctx.correlation_id, exc.detail or exc)
+            await self._fail(scope, exc.reason)
+            return "agent_error"
+        except Exception:
+            logger.exception("turn crashed correlation=%s", ctx.correlation_id)
+            await self._fail(scope, "something went wrong on our side")
+            return "error"
+
+    def _workspace(self, thread_id: str) -> ThreadWorkspace:
+        """The thread's workspace, its directories made on the thread's first turn here."""
+        workspace = self._workspaces.get(thread_id)
+        if workspace is None:
+            workspace = ThreadWorkspace.for_thread(self._d.settings().state_dir, thread_id)
+            workspace.create()
+            if len(self._workspaces) >= WORKSPACES_REMEMBERED:
+                self._workspaces.clear()
+            self._workspaces[thread_id] = workspace
+        return workspace
+
+    async def _consume(self, scope: _Scope, turn: Turn) -> str:
+        timeout_s = self._d.settings().agent.run_timeout_s
+        final: FinalAnswer | None = None
+        try:
+            async with asyncio.timeout(timeout_s):
+                async with contextlib.aclosing(self._d.agent.run(scope.thread_id, turn)) as events:
+                    async for event in events:
+                        if isinstance(event, TextDelta):
+                            scope.stream.add_text(event.text)
+                        elif isinstance(event, ClarificationRequest):
+                            await self._ask(scope, event)
+                            return "asked"
+                        elif isinstance(event, FinalAnswer):
+                            final = event
+        except TimeoutError:
+            await self._d.agent.cancel(scope.thread_id)
+            reason = f"the agent did not finish within {timeout_s:g} seconds and was stopped"
+            await self._fail(scope, reason)
+            return "timeout"
+        await self._deliver(scope, final or FinalAnswer(text=scope.stream.text))
+        return "ok"
+
+    async def _build_turn(
+        self, request: TurnRequest, channel: Channel, workspace: ThreadWorkspace
+    ) -> Turn:
+        if request.answered is not None:
+            sender = request.items[-1].message.sender if request.items else _system_sender()
+            return Turn(
+                text=request.answer or "", sender=sender, resume_answer=request.answer or ""
+            )
+        messages = [item.message for item in request.items]
+        limit = self._d.settings().agent.max_upload_bytes
+        uploads, notes = await save_uploads(channel, messages, workspace, limit)
+        text = "\n\n".join(m.text for m in messages if m.text.strip())
+        return Turn(text=text, sender=messages[-1].sender, uploads=uploads, notes=notes)
+
+    async def _ask(self, scope: _Scope, event: ClarificationRequest) -> None:
+        ctx, caps = scope.ctx, scope.channel.capabilities
+        placeholder = await scope.stream.close()
+        if scope.stream.text.strip():
+            deliveries = plan_text(ctx, scope.stream.text, caps, placeholder_id=placeholder)
+            await self._d.outbox.submit(_items(ctx, deliveries))
+        request = scope.request
+        asked_user = request.items[-1].message.sender.id if request.items else ""
+        if request.answered is not None:
+            asked_user = request.answered.asked_user_id
+        await self._d.clarifications.ask(event, ctx, asked_user, caps, self._d.outbox.send_now)
+        await self._mark(request, InboundStatus.HANDLED, "asked")
+
+    async def _deliver(self, scope: _Scope, final: FinalAnswer) -> None:
+        ctx, caps = scope.ctx, scope.channel.capabilities
+        placeholder = await scope.stream.close()
+        chunks = split_reply(final.text, caps)
+        extra_files: list[PresentedFile] = []
+        if len(chunks) > MAX_CHUNKS_INLINE:
+            answer_path = scope.workspace.outputs / f"answer-{ctx.correlation_id}.md"
+            await asyncio.to_thread(answer_path.write_text, final.text, "utf-8")
+            extra_files.append(PresentedFile(path=answer_path, name="answer.md"))
+            chunks = split_reply(long_answer_summary(final.text, caps), caps)
+        deliveries = plan_chunks(ctx, chunks, caps, placeholder_id=placeholder)
+        uploads, notes = plan_files(ctx, [*extra_files, *final.files], scope.workspace, caps)
+        if notes:
+            deliveries += plan_text(ctx, "\n".join(notes), caps, kind=OutboundKind.NOTICE)[:1]
+        deliveries += uploads
+        answered = [item.entry_id for item in scope.request.items]
+        await self._d.outbox.submit(_items(ctx, deliveries), finishes=answered)
+        self._observe_first_reply(scope.request)
+        await self._react(ctx, Reaction.DONE)
+
+    async def _fail(self, scope: _Scope, reason: str) -> None:
+        ctx = scope.ctx
+        placeholder = await scope.stream.close()
+        text = failure_text(reason, ctx.correlation_id)
+        deliveries = plan_text(ctx, text, scope.channel.capabilities, placeholder_id=placeholder)
+        await self._d.outbox.submit(_items(ctx, deliveries))
+        await self._react(ctx, Reaction.FAILED)
+        await self._mark(scope.request, InboundStatus.FAILED, reason)
+
+    async def _cancelled(self, scope: _Scope, token: CancelToken) -> None:
+        """Finish a cancelled turn visibly; shielded so the cancellation cannot cut it short."""
+        reason = token.reason or CancelReason.SHUTDOWN
+        texts = {
+            CancelReason.STOP: "⏹️ Stopped.",
+            CancelReason.INTERRUPT: "⏭️ Interrupted by your new message.",
+            CancelReason.SHUTDOWN: "🔄 The bot is restarting; this reply will resume shortly.",
+        }
+        text = texts.get(reason, "⏹️ Stopped.")
+        if scope.stream.text.strip() and reason is not CancelReason.SHUTDOWN:
+            text = f"{scope.stream.text.strip()}\n\n{text}"
+
+        async def finish() -> None:
+            placeholder = await scope.stream.close()
+            tagged = scope.ctx.tagged(str(reason))
+            caps = scope.channel.capabilities
+            deliveries = plan_text(tagged, text, caps, placeholder_id=placeholder)
+            await self._d.outbox.submit(_items(tagged, deliveries[:1]))
+            if reason is not CancelReason.SHUTDOWN:
+                await self._mark(scope.request, InboundStatus.HANDLED, str(reason))
+
+        await asyncio.shield(finish())
+
+    async def _react(self, ctx: ReplyContext, reaction: Reaction) -> None:
+        if ctx.reply_to is None:
+            return
+        channel = self._d.hub.get(ctx.key.channel)
+        if channel is None or reaction not in channel.capabilities.reactions:
+            return
+        mark = ReactionMark(destination=ctx.destination, message_id=ctx.reply_to, reaction=reaction)
+        tagged = ctx.tagged(f"react-{reaction}")
+        await self._d.outbox.submit([tagged.item(0, mark)])
+
+    def _observe_first_reply(self, request: TurnRequest) -> None:
+        if request.items:
+            waited = (utc_now() - request.items[0].message.received_at).total_seconds()
+            self._d.counters.first_reply_seconds.observe(max(0.0, waited))
+
+    async def _mark(
+        self,
+        request: TurnRequest,
+        status: InboundStatus,
+        reason: str | None,
+        *,
+        thread_id: str | None = None,
+    ) -> None:
+        for item in request.items:
+            await self._d.store.inbound.update(
+                item.entry_id, status, reason=reason, key=request.key, thread_id=thread_id
+            )
+
+
+def failure_text(reason: str, reference: str) -> str:
+    """The final message of a failed turn: what happened, and an id to quote to the operator.
+
+    Reasons come from backends as sentences ("The model could not be reached.") or as
+    fragments; either reads right after the colon.
+    """
+    fragment = reason.strip().rstrip(".")
+    if fragment[:1].isupper() and not fragment[1:2].isupper():
+        fragment = fragment[0].lower() + fragment[1:]
+    return f"⚠️ Sorry, I could not finish this reply: {fragment}. (ref `{reference}`)"
+
+
+def _items(ctx: ReplyContext, deliveries: list[Delivery]) -> list[OutboxItem]:
+    return [ctx.item(index, delivery) for index, delivery in enumerate(deliveries)]
+
+
+def _system_sender() -> Sender:
+    return Sender(id="", display_name="")

@@ -1,0 +1,137 @@
+"""Channel supervision: backoff, parking, re-probing, stale links, budgets (SPEC §12)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bot.backoff import Backoff
+from bot.errors import AuthFailed, ChannelError
+from bot.hub import ChannelHub, ChannelState
+from bot.messages import InboundMessage
+from bot.ops.supervision import Fleet, SupervisionPolicy
+from bot.ports import Admission
+from store.sqlite import SqliteStore
+from tests.fakes.channel import DEFAULT_CAPS, FakeChannel
+
+FAST = SupervisionPolicy(
+    backoff=Backoff(base_s=0.001, cap_s=0.01),
+    parked_retry_s=3600,
+    stale_check_s=0.01,
+    fleet_pause_s=0.01,
+)
+
+
+class _AcceptAll:
+    """A ``Publish`` for supervision tests, which never deliver messages."""
+
+    async def __call__(self, message: InboundMessage) -> Admission:
+        return Admission.ACCEPTED
+
+    async def many(self, messages: Sequence[InboundMessage]) -> list[Admission]:
+        return [Admission.ACCEPTED] * len(messages)
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[ChannelHub]:
+    async with SqliteStore.from_state_dir(tmp_path) as store:
+        yield ChannelHub(store.settings)
+
+
+class StateLog:
+    """Every state the hub reports, with a way to wait for one."""
+
+    def __init__(self, hub: ChannelHub) -> None:
+        self.states: list[ChannelState] = []
+        self._waiters: list[tuple[ChannelState, int, asyncio.Event]] = []
+        hub.listeners.append(self._record)
+
+    def _record(self, name: str, previous: ChannelState | None, state: ChannelState) -> None:
+        self.states.append(state)
+        for wanted, count, event in self._waiters:
+            if self.states.count(wanted) >= count:
+                event.set()
+
+    async def wait_for(self, state: ChannelState, count: int = 1) -> None:
+        event = asyncio.Event()
+        self._waiters.append((state, count, event))
+        if self.states.count(state) >= count:
+            event.set()
+        async with asyncio.timeout(5):
+            await event.wait()
+
+
+async def _parked(fleet: Fleet) -> None:
+    async with asyncio.timeout(5):
+        await fleet.supervisors["fake"].parked.wait()
+
+
+async def _run(hub: ChannelHub, channel: FakeChannel, policy: SupervisionPolicy) -> Fleet:
+    hub.add(channel)
+    fleet = Fleet(hub, _AcceptAll(), policy)
+    fleet.supervise(channel.name, lambda: channel)
+    return fleet
+
+
+async def test_start_failures_back_off_until_the_channel_runs(hub: ChannelHub) -> None:
+    channel = FakeChannel()
+    channel.start_failures.extend([ChannelError("refused"), ChannelError("refused")])
+    log = StateLog(hub)
+    fleet = await _run(hub, channel, FAST)
+    await fleet.wait_settled()
+    assert hub.state("fake") is ChannelState.RUNNING
+    assert log.states == [ChannelState.RECONNECTING, ChannelState.RUNNING]
+    assert not channel.start_failures
+    await fleet.stop()
+
+
+async def test_auth_failure_parks_and_reload_reprobes_at_once(hub: ChannelHub) -> None:
+    channel = FakeChannel()
+    channel.start_failures.append(AuthFailed("401 Unauthorized"))
+    log = StateLog(hub)
+    fleet = await _run(hub, channel, FAST)
+    await fleet.wait_settled()
+    assert hub.state("fake") is ChannelState.PARKED
+    assert "auth_failed" in hub.reason("fake")
+    await _parked(fleet)
+    fleet.wake_all()
+    await log.wait_for(ChannelState.RUNNING)
+    await fleet.stop()
+
+
+async def test_credentials_lost_while_running_park_the_channel(hub: ChannelHub) -> None:
+    channel = FakeChannel()
+    log = StateLog(hub)
+    fleet = await _run(hub, channel, FAST)
+    await fleet.wait_settled()
+    hub.reporter("fake").auth_failed("token revoked")
+    await log.wait_for(ChannelState.PARKED)
+    await _parked(fleet)
+    assert channel.closed
+    fleet.wake_all()
+    await log.wait_for(ChannelState.RUNNING, count=2)
+    await fleet.stop()
+
+
+async def test_a_silent_channel_is_reconnected(hub: ChannelHub) -> None:
+    channel = FakeChannel(caps=replace(DEFAULT_CAPS, stale_after_s=0.02))
+    log = StateLog(hub)
+    policy = replace(FAST, restart_budget=100)
+    fleet = await _run(hub, channel, policy)
+    await log.wait_for(ChannelState.RUNNING, count=2)
+    assert ChannelState.RECONNECTING in log.states
+    assert channel.closed
+    await fleet.stop()
+
+
+async def test_restart_budget_parks_a_flapping_channel(hub: ChannelHub) -> None:
+    channel = FakeChannel(caps=replace(DEFAULT_CAPS, stale_after_s=0.001))
+    log = StateLog(hub)
+    fleet = await _run(hub, channel, replace(FAST, restart_budget=2))
+    await log.wait_for(ChannelState.PARKED)
+    assert "restart budget exhausted" in hub.reason("fake")
+    await fleet.stop()
