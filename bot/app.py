@@ -65,10 +65,16 @@ class Daemon:
         """Set when every channel runs or is parked (when systemd gets ``READY=1``)."""
         self.notifier = SystemdNotifier.from_environment(os.environ)
         self.kernel: Kernel | None = None
+        self.reloader: Reloader | None = None
         self.http: HttpServer | None = None
         self.fleet: Fleet | None = None
         self._factories: dict[str, ChannelFactory] = {}
         self._routes: RouteTable | None = None
+
+    @property
+    def config_path(self) -> Path | None:
+        """The file ``/reload`` and SIGHUP re-read (``None``: settings were handed in)."""
+        return self.options.config_path
 
     def request_stop(self) -> None:
         self.stop_requested.set()
@@ -101,14 +107,14 @@ class Daemon:
             self._factories = self._channel_factories(routes, hub)
             if not self._factories:
                 logger.warning("no channel is enabled: nothing will be received (see channels.*)")
-            channels = [build() for build in self._factories.values()]
-            kernel = build_kernel(self._current, store, agent, hub, channels)
+            for build in self._factories.values():
+                hub.add(build())
+            reloader = self.reloader = Reloader(self, hub, store.audit)
+            kernel = build_kernel(self._current, store, agent, hub, reloader.reload)
             self.kernel = kernel
             self.http = HttpServer(self.settings.http, kernel.hub, store, kernel.counters, routes)
             await self.http.start()
             stack.push_async_callback(self.http.aclose)
-            reloader = Reloader(self, kernel)
-            kernel.command_env_reload(reloader.reload)
             await kernel.prepare()
             logger.info("agent: %s", agent.description)
             await self._serve(kernel, reloader)
@@ -139,7 +145,7 @@ class Daemon:
     def _channel_factories(self, routes: RouteTable, hub: ChannelHub) -> dict[str, ChannelFactory]:
         """How to build each channel; supervision rebuilds one to restart it."""
         if self.options.overrides.channels is not None:
-            return {c.name: functools.partial(_same, c) for c in self.options.overrides.channels}
+            return {c.name: functools.partial(_reuse, c) for c in self.options.overrides.channels}
         names = ["console"] if self.options.chat else list(self.settings.channels.enabled())
         return {name: self._registry_factory(name, routes, hub) for name in names}
 
@@ -190,8 +196,9 @@ class Daemon:
             asyncio.create_task(kernel.outbox.run(), name="outbox"),
             asyncio.create_task(kernel.housekeeping.run(), name="housekeeping"),
         ]
-        fleet = Fleet(kernel.hub, kernel.intake, self.options.supervision)
-        fleet.install = kernel.install_channel
+        fleet = Fleet(
+            kernel.hub, kernel.intake, self.options.supervision, install=kernel.install_channel
+        )
         self.fleet = fleet
         for name, factory in self._factories.items():
             fleet.supervise(name, factory)
@@ -271,6 +278,6 @@ async def _step(name: str, awaitable: Awaitable[object]) -> None:
         logger.exception("shutdown step %r failed", name)
 
 
-def _same(channel: Channel) -> Channel:
+def _reuse(channel: Channel) -> Channel:
     """The factory of an injected channel: restarting reuses the instance."""
     return channel

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from bot.commands import CommandEnv, CommandRegistry, default_registry
+from bot.commands import CommandRegistry, default_registry
 from bot.config.settings import Settings
 from bot.delivery.outbox import Outbox, RetryPolicy
 from bot.delivery.ratelimit import RateLimiter
@@ -54,19 +54,6 @@ class Kernel:
         self.hub.replace(channel)
         _pace(self.limiter, channel)
 
-    def command_env_reload(self, reload: ReloadFn) -> None:
-        self.router.command_env = CommandEnv(
-            settings=self.settings,
-            store=self.store,
-            hub=self.hub,
-            lanes=self.lanes,
-            sessions=self.sessions,
-            bus=self.bus,
-            agent_description=self.agent.description,
-            stop_conversation=self.router.stop_conversation,
-            reload=reload,
-        )
-
     async def prepare(self) -> None:
         """Restore persisted state and requeue unfinished work before intake opens."""
         await self.hub.load_pauses()
@@ -99,13 +86,13 @@ def build_kernel(
     store: Store,
     agent: AgentBackend,
     hub: ChannelHub,
-    channels: Sequence[Channel],
+    reload: ReloadFn,
 ) -> Kernel:
+    """The kernel around the channels already in ``hub``; ``reload`` serves ``/reload``."""
     current = settings()
     counters = Counters()
     limiter = RateLimiter()
-    for channel in channels:
-        hub.add(channel)
+    for channel in hub:
         _pace(limiter, channel)
     hub.listeners.append(functools.partial(_count_reconnects, counters))
     bus = InboundBus(current.daemon.inbound_queue_size)
@@ -127,7 +114,7 @@ def build_kernel(
             settings=settings, store=store, bus=bus, hub=hub,
             access=AccessControl(settings, store), commands=commands,
             clarifications=clarifications, sessions=sessions, lanes=lanes, outbox=outbox,
-            counters=counters,
+            counters=counters, agent_description=agent.description, reload=reload,
         )
     )  # fmt: skip
     return Kernel(

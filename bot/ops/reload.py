@@ -13,27 +13,39 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from bot.config.loader import load_settings
 from bot.config.settings import Settings
 from bot.errors import ConfigError
+from bot.hub import ChannelHub
 from bot.ops.logs import set_level
-from bot.ops.sdnotify import channel_summary
-
-if TYPE_CHECKING:
-    from bot.app import Daemon
-    from bot.kernel import Kernel
+from bot.ops.sdnotify import SystemdNotifier, channel_summary
+from bot.ports import AuditLog
 
 logger = logging.getLogger(__name__)
 
 RESTART_SECTIONS = ("state_dir", "http", "daemon")
 
 
+class Reloadable(Protocol):
+    """The running daemon as the reloader sees it (``bot.app.Daemon`` is one)."""
+
+    settings: Settings
+    notifier: SystemdNotifier
+    ready: asyncio.Event
+
+    @property
+    def config_path(self) -> Path | None: ...
+
+    async def apply_channel_changes(self, old: Settings, new: Settings) -> list[str]: ...
+
+
 class Reloader:
-    def __init__(self, daemon: Daemon, kernel: Kernel) -> None:
+    def __init__(self, daemon: Reloadable, hub: ChannelHub, audit: AuditLog) -> None:
         self._daemon = daemon
-        self._kernel = kernel
+        self._hub = hub
+        self._audit = audit
         self._tasks: set[asyncio.Task[str]] = set()
 
     def on_sighup(self) -> None:
@@ -42,7 +54,7 @@ class Reloader:
         task.add_done_callback(self._tasks.discard)
 
     async def reload(self, actor: str) -> str:
-        path = self._daemon.options.config_path
+        path = self._daemon.config_path
         if path is None:
             return "Reload is not possible: this daemon was not started from a config file."
         # systemd hears RELOADING=1 … READY=1 around it (before READY=1 of the start: nothing).
@@ -53,14 +65,14 @@ class Reloader:
             return await self._reload(path, actor)
         finally:
             if notifier is not None:
-                notifier.ready(f"ready: {channel_summary(self._kernel.hub)}")
+                notifier.ready(f"ready: {channel_summary(self._hub)}")
 
     async def _reload(self, path: Path, actor: str) -> str:
         try:
             fresh = await asyncio.to_thread(load_settings, path)
         except ConfigError as exc:
             logger.error("reload rejected, keeping the running configuration: %s", exc)  # noqa: TRY400
-            await self._kernel.store.audit.record(actor, "reload", "rejected")
+            await self._audit.record(actor, "reload", "rejected")
             return f"Reload rejected; the running configuration stays.\n{exc}"
         old = self._daemon.settings
         notes = _restart_notes(old, fresh)
@@ -68,7 +80,7 @@ class Reloader:
         set_level(fresh.log.level)
         applied = await self._daemon.apply_channel_changes(old, fresh)
         summary = "; ".join([*applied, *(f"needs restart: {note}" for note in notes)])
-        await self._kernel.store.audit.record(actor, "reload", summary or "applied")
+        await self._audit.record(actor, "reload", summary or "applied")
         logger.info("configuration reloaded by %s: %s", actor, summary or "no structural change")
         lines = ["Configuration reloaded.", *(f"Applied: {note}" for note in applied)]
         lines += [f"Needs a restart to apply: {note}" for note in notes]

@@ -63,15 +63,22 @@ class FleetBreaker:
 class Fleet:
     """All supervised channels: their tasks, the shared breaker, wake-ups and settling."""
 
-    def __init__(self, hub: ChannelHub, publish: Publish, policy: SupervisionPolicy) -> None:
+    def __init__(
+        self,
+        hub: ChannelHub,
+        publish: Publish,
+        policy: SupervisionPolicy,
+        *,
+        install: Callable[[Channel], None],
+    ) -> None:
+        """``install`` puts a rebuilt channel instance in place (the kernel also paces it)."""
         self.hub = hub
         self.publish = publish
         self.policy = policy
         self.breaker = FleetBreaker(policy)
         self.supervisors: dict[str, ChannelSupervisor] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self.install: Callable[[Channel], None] = hub.replace
-        """How a rebuilt channel instance takes its place (the kernel also paces it)."""
+        self.install = install
 
     def supervise(self, name: str, factory: ChannelFactory) -> None:
         supervisor = self.supervisors[name] = ChannelSupervisor(name, factory, self)

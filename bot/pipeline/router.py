@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.commands import CommandCall, CommandEnv, CommandRegistry, ParsedCommand, parse_command
@@ -54,12 +54,34 @@ class RouterDeps:
     lanes: Lanes
     outbox: Outbox
     counters: Counters
+    agent_description: str
+    reload: Callable[[str], Awaitable[str]]
 
 
 class Router:
     def __init__(self, deps: RouterDeps) -> None:
-        self._d = deps
-        self.command_env: CommandEnv | None = None
+        self._settings = deps.settings
+        self._store = deps.store
+        self._bus = deps.bus
+        self._hub = deps.hub
+        self._access = deps.access
+        self._commands = deps.commands
+        self._clarifications = deps.clarifications
+        self._sessions = deps.sessions
+        self._lanes = deps.lanes
+        self._outbox = deps.outbox
+        self._counters = deps.counters
+        self._command_env = CommandEnv(
+            settings=deps.settings,
+            store=deps.store,
+            hub=deps.hub,
+            lanes=deps.lanes,
+            sessions=deps.sessions,
+            bus=deps.bus,
+            agent_description=deps.agent_description,
+            stop_conversation=self.stop_conversation,
+            reload=deps.reload,
+        )
         self.handled = 0
         self._progress = asyncio.Condition()
 
@@ -67,14 +89,14 @@ class Router:
         """Dispatch bus items until the bus closes."""
         while True:
             try:
-                item = await self._d.bus.get()
+                item = await self._bus.get()
             except BusClosed:
                 return
             try:
                 await self.handle(item)
             except Exception:
                 logger.exception("failed to route message correlation=%s", item.correlation_id)
-                await self._d.store.inbound.update(
+                await self._store.inbound.update(
                     item.entry_id, InboundStatus.FAILED, reason="routing error"
                 )
             async with self._progress:
@@ -88,19 +110,19 @@ class Router:
 
     async def handle(self, item: Accepted) -> None:
         message = item.message
-        self._d.outbox.mark_reachable((message.channel, message.account_id, message.chat_id))
+        self._outbox.mark_reachable((message.channel, message.account_id, message.chat_id))
         if message.sender.is_bot and self._ignores_bots(message.channel):
             await self._drop(item, DropReason.FROM_BOT)
             return
         parsed = self._parse_command(message)
-        role = self._d.access.role(message)
-        if self._d.hub.is_paused(message.channel) and not (parsed and role is Role.ADMIN):
+        role = self._access.role(message)
+        if self._hub.is_paused(message.channel) and not (parsed and role is Role.ADMIN):
             await self._drop(item, DropReason.PAUSED)
             return
-        verdict = await self._d.access.check(message)
+        verdict = await self._access.check(message)
         if not verdict.allowed:
             if verdict.reply:
-                await self._notice(item, self._d.sessions.scoped_key(message), verdict.reply)
+                await self._notice(item, self._sessions.scoped_key(message), verdict.reply)
             await self._drop(item, verdict.reason or DropReason.NOT_ALLOWED)
             return
         if parsed is not None:
@@ -110,42 +132,42 @@ class Router:
 
     async def _conversation(self, item: Accepted) -> None:
         message = item.message
-        answer = await self._d.clarifications.match(message, is_command=False)
+        answer = await self._clarifications.match(message, is_command=False)
         if answer is not None:
             self._submit_answer(item, answer)
             return
         if message.button is not None:
-            await self._notice(item, self._d.sessions.scoped_key(message), STALE_BUTTON_NOTICE)
+            await self._notice(item, self._sessions.scoped_key(message), STALE_BUTTON_NOTICE)
             await self._finish(item, "stale button")
             return
         if message.chat_type is ChatType.GROUP and not await self._addressed(message):
             await self._drop(item, DropReason.NOT_ADDRESSED)
             return
-        key = await self._d.sessions.key_for(message)
+        key = await self._sessions.key_for(message)
         request = TurnRequest(key=key, destination=destination_for(message, key), items=(item,))
         await self._submit(item, request)
 
     def _ignores_bots(self, channel: str) -> bool:
         """Other bots are ignored unless the channel opts in (adapters drop our own)."""
-        return self._d.settings().channel_policy(channel).ignore_bots
+        return self._settings().channel_policy(channel).ignore_bots
 
     def _parse_command(self, message: InboundMessage) -> ParsedCommand | None:
         if message.button is not None:
             return None
-        channel = self._d.hub.get(message.channel)
+        channel = self._hub.get(message.channel)
         names = channel.identity.usernames if channel is not None else frozenset[str]()
-        return parse_command(message.text, self._d.commands.names, names)
+        return parse_command(message.text, self._commands.names, names)
 
     async def _addressed(self, message: InboundMessage) -> bool:
         """Group messages count when they mention or reply to the bot or stay in its topic."""
-        policy = self._d.settings().channel_policy(message.channel)
+        policy = self._settings().channel_policy(message.channel)
         if policy.group_policy is GroupPolicy.ALL or message.mentions_bot or message.reply_to_bot:
             return True
-        if await self._d.sessions.replied_key(message) is not None:
+        if await self._sessions.replied_key(message) is not None:
             return True
         if message.thread_root_id is None:
             return False
-        return await self._d.store.conversations.topic_known(self._d.sessions.scoped_key(message))
+        return await self._store.conversations.topic_known(self._sessions.scoped_key(message))
 
     def _submit_answer(self, item: Accepted, answer: Answer) -> None:
         clarification = answer.clarification
@@ -156,15 +178,15 @@ class Router:
             answered=clarification,
             answer=answer.text,
         )
-        self._d.lanes.submit(request, self._d.settings().conversations.busy_policy)
-        self._d.counters.inbound(item.message.channel, "answer")
+        self._lanes.submit(request, self._settings().conversations.busy_policy)
+        self._counters.inbound(item.message.channel, "answer")
         logger.info(
             "answer for clarification=%s correlation=%s", clarification.id, item.correlation_id
         )
 
     async def _submit(self, item: Accepted, request: TurnRequest) -> None:
-        outcome = self._d.lanes.submit(request, self._d.settings().conversations.busy_policy)
-        self._d.counters.inbound(item.message.channel, "accepted")
+        outcome = self._lanes.submit(request, self._settings().conversations.busy_policy)
+        self._counters.inbound(item.message.channel, "accepted")
         if outcome is SubmitOutcome.QUEUED:
             await self._acknowledge_queued(item, request.key)
         elif outcome is SubmitOutcome.REJECTED:
@@ -172,7 +194,7 @@ class Router:
             await self._drop(item, DropReason.BUSY)
 
     async def _acknowledge_queued(self, item: Accepted, key: ConversationKey) -> None:
-        channel = self._d.hub.get(item.message.channel)
+        channel = self._hub.get(item.message.channel)
         if channel is not None and Reaction.QUEUED in channel.capabilities.reactions:
             ctx = self._reply_ctx(item, key, "queued")
             mark = ReactionMark(
@@ -180,22 +202,21 @@ class Router:
                 message_id=item.message.message_id,
                 reaction=Reaction.QUEUED,
             )
-            await self._d.outbox.submit([ctx.item(0, mark)])
+            await self._outbox.submit([ctx.item(0, mark)])
         else:
             await self._notice(item, key, QUEUED_NOTICE)
 
     async def _command(self, item: Accepted, parsed: ParsedCommand, role: Role) -> None:
-        assert self.command_env is not None  # noqa: S101 - wired by the composition root
-        key = await self._d.sessions.key_for(item.message)
+        key = await self._sessions.key_for(item.message)
         call = CommandCall(
             message=item.message, key=key, args=parsed.args, raw_args=parsed.raw_args,
-            role=role, env=self.command_env,
+            role=role, env=self._command_env,
         )  # fmt: skip
         started = time.monotonic()
-        reply = await self._d.commands.dispatch(parsed.name, call)
+        reply = await self._commands.dispatch(parsed.name, call)
         await self._send(item, key, reply, OutboundKind.COMMAND, "command")
         await self._finish(item, f"command /{parsed.name}")
-        self._d.counters.inbound(item.message.channel, "command")
+        self._counters.inbound(item.message.channel, "command")
         logger.info(
             "command /%s key=%s correlation=%s role=%s duration=%.3fs",
             parsed.name, key.describe(), item.correlation_id, role,
@@ -203,10 +224,10 @@ class Router:
         )  # fmt: skip
 
     async def stop_conversation(self, key: ConversationKey) -> tuple[bool, int]:
-        was_running, cleared = self._d.lanes.stop(key)
+        was_running, cleared = self._lanes.stop(key)
         for request in cleared:
             for queued in request.items:
-                await self._d.store.inbound.update(
+                await self._store.inbound.update(
                     queued.entry_id, InboundStatus.HANDLED, reason="stopped", key=key
                 )
         return was_running, sum(len(request.items) for request in cleared)
@@ -226,20 +247,20 @@ class Router:
     async def _send(
         self, item: Accepted, key: ConversationKey, text: str, kind: OutboundKind, tag: str
     ) -> None:
-        channel = self._d.hub.get(item.message.channel)
+        channel = self._hub.get(item.message.channel)
         if channel is None:
             return
         ctx = self._reply_ctx(item, key, tag)
         deliveries = plan_text(ctx, text, channel.capabilities, kind=kind)
-        await self._d.outbox.submit([ctx.item(i, d) for i, d in enumerate(deliveries)])
+        await self._outbox.submit([ctx.item(i, d) for i, d in enumerate(deliveries)])
 
     async def _notice(self, item: Accepted, key: ConversationKey, text: str) -> None:
         await self._send(item, key, text, OutboundKind.NOTICE, "notice")
 
     async def _finish(self, item: Accepted, reason: str) -> None:
-        await self._d.store.inbound.update(item.entry_id, InboundStatus.HANDLED, reason=reason)
+        await self._store.inbound.update(item.entry_id, InboundStatus.HANDLED, reason=reason)
 
     async def _drop(self, item: Accepted, reason: DropReason) -> None:
-        await self._d.store.inbound.update(item.entry_id, InboundStatus.DROPPED, reason=reason)
-        self._d.counters.inbound(item.message.channel, reason)
+        await self._store.inbound.update(item.entry_id, InboundStatus.DROPPED, reason=reason)
+        self._counters.inbound(item.message.channel, reason)
         log_drop(item.message, reason)

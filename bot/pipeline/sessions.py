@@ -51,7 +51,7 @@ class Sessions:
         )
         if message.chat_type is ChatType.DM:
             if message.thread_root_id is not None:
-                return _with(base, topic_id=message.thread_root_id)
+                return _key_with_scope(base, topic_id=message.thread_root_id)
             return base
         scope = self._settings().channel_policy(message.channel).group_scope
         if scope is GroupScope.TOPIC and not self._threads_supported(message.channel):
@@ -59,8 +59,8 @@ class Sessions:
         if scope is GroupScope.CHAT:
             return base
         if scope is GroupScope.USER:
-            return _with(base, user_id=message.sender.id)
-        return _with(base, topic_id=message.thread_root_id or message.message_id)
+            return _key_with_scope(base, user_id=message.sender.id)
+        return _key_with_scope(base, topic_id=message.thread_root_id or message.message_id)
 
     async def ensure_thread(self, key: ConversationKey) -> Conversation:
         """The key's active thread, created on first use. Safe under concurrency: the store
@@ -82,7 +82,7 @@ def destination_for(message: InboundMessage, key: ConversationKey) -> Destinatio
     return Destination.of(key, message.chat_type)
 
 
-def _with(
+def _key_with_scope(
     base: ConversationKey, *, topic_id: str | None = None, user_id: str | None = None
 ) -> ConversationKey:
     return ConversationKey(

@@ -86,11 +86,19 @@ class _Scope:
 
 class TurnRunner:
     def __init__(self, deps: TurnDeps) -> None:
-        self._d = deps
+        self._settings = deps.settings
+        self._store = deps.store
+        self._agent = deps.agent
+        self._hub = deps.hub
+        self._sessions = deps.sessions
+        self._outbox = deps.outbox
+        self._limiter = deps.limiter
+        self._clarifications = deps.clarifications
+        self._counters = deps.counters
         self._workspaces: dict[str, ThreadWorkspace] = {}
 
     async def __call__(self, request: TurnRequest, token: CancelToken) -> None:
-        channel = self._d.hub.get(request.key.channel)
+        channel = self._hub.get(request.key.channel)
         if channel is None:
             await self._mark(request, InboundStatus.FAILED, "channel not running")
             return
@@ -107,12 +115,12 @@ class TurnRunner:
         marker = f"{RESUMED_PREFIX if resumed else TURN_PREFIX}{ctx.correlation_id}"
         await self._mark(request, InboundStatus.RUNNING, marker, thread_id=conversation)
         outcome = "ok"
-        self._d.counters.runs_active.inc()
+        self._counters.runs_active.inc()
         try:
             outcome = await self._run(request, channel, ctx, token)
         finally:
-            self._d.counters.runs_active.dec()
-            self._d.counters.run_seconds.labels(outcome=outcome).observe(time.monotonic() - started)
+            self._counters.runs_active.dec()
+            self._counters.run_seconds.labels(outcome=outcome).observe(time.monotonic() - started)
             logger.info(
                 "turn key=%s thread=%s correlation=%s outcome=%s duration=%.3fs",
                 request.key.describe(), conversation, ctx.correlation_id, outcome,
@@ -122,7 +130,7 @@ class TurnRunner:
     async def _thread_for(self, request: TurnRequest) -> str:
         if request.answered is not None:
             return request.answered.thread_id
-        return (await self._d.sessions.ensure_thread(request.key)).thread_id
+        return (await self._sessions.ensure_thread(request.key)).thread_id
 
     async def _run(
         self, request: TurnRequest, channel: Channel, ctx: ReplyContext, token: CancelToken
@@ -131,7 +139,7 @@ class TurnRunner:
         workspace = self._workspace(ctx.thread_id)
         turn = await self._build_turn(request, channel, workspace)
         stream = ProgressStream(
-            channel, self._d.outbox.send_now, self._d.limiter, ctx.tagged("placeholder")
+            channel, self._outbox.send_now, self._limiter, ctx.tagged("placeholder")
         )
         scope = _Scope(
             request=request, channel=channel, ctx=ctx, stream=stream, workspace=workspace,
@@ -157,7 +165,7 @@ class TurnRunner:
         """The thread's workspace, its directories made on the thread's first turn here."""
         workspace = self._workspaces.get(thread_id)
         if workspace is None:
-            workspace = ThreadWorkspace.for_thread(self._d.settings().state_dir, thread_id)
+            workspace = ThreadWorkspace.for_thread(self._settings().state_dir, thread_id)
             workspace.create()
             if len(self._workspaces) >= WORKSPACES_REMEMBERED:
                 self._workspaces.clear()
@@ -165,11 +173,11 @@ class TurnRunner:
         return workspace
 
     async def _consume(self, scope: _Scope, turn: Turn) -> str:
-        timeout_s = self._d.settings().agent.run_timeout_s
+        timeout_s = self._settings().agent.run_timeout_s
         final: FinalAnswer | None = None
         try:
             async with asyncio.timeout(timeout_s):
-                async with contextlib.aclosing(self._d.agent.run(scope.thread_id, turn)) as events:
+                async with contextlib.aclosing(self._agent.run(scope.thread_id, turn)) as events:
                     async for event in events:
                         if isinstance(event, TextDelta):
                             scope.stream.add_text(event.text)
@@ -179,7 +187,7 @@ class TurnRunner:
                         elif isinstance(event, FinalAnswer):
                             final = event
         except TimeoutError:
-            await self._d.agent.cancel(scope.thread_id)
+            await self._agent.cancel(scope.thread_id)
             reason = f"the agent did not finish within {timeout_s:g} seconds and was stopped"
             await self._fail(scope, reason)
             return "timeout"
@@ -195,7 +203,7 @@ class TurnRunner:
                 text=request.answer or "", sender=sender, resume_answer=request.answer or ""
             )
         messages = [item.message for item in request.items]
-        limit = self._d.settings().agent.max_upload_bytes
+        limit = self._settings().agent.max_upload_bytes
         uploads, notes = await save_uploads(channel, messages, workspace, limit)
         text = "\n\n".join(m.text for m in messages if m.text.strip())
         return Turn(text=text, sender=messages[-1].sender, uploads=uploads, notes=notes)
@@ -205,12 +213,12 @@ class TurnRunner:
         placeholder = await scope.stream.close()
         if scope.stream.text.strip():
             deliveries = plan_text(ctx, scope.stream.text, caps, placeholder_id=placeholder)
-            await self._d.outbox.submit(_items(ctx, deliveries))
+            await self._outbox.submit(_items(ctx, deliveries))
         request = scope.request
         asked_user = request.items[-1].message.sender.id if request.items else ""
         if request.answered is not None:
             asked_user = request.answered.asked_user_id
-        await self._d.clarifications.ask(event, ctx, asked_user, caps, self._d.outbox.send_now)
+        await self._clarifications.ask(event, ctx, asked_user, caps, self._outbox.send_now)
         await self._mark(request, InboundStatus.HANDLED, "asked")
 
     async def _deliver(self, scope: _Scope, final: FinalAnswer) -> None:
@@ -229,7 +237,7 @@ class TurnRunner:
             deliveries += plan_text(ctx, "\n".join(notes), caps, kind=OutboundKind.NOTICE)[:1]
         deliveries += uploads
         answered = [item.entry_id for item in scope.request.items]
-        await self._d.outbox.submit(_items(ctx, deliveries), finishes=answered)
+        await self._outbox.submit(_items(ctx, deliveries), finishes=answered)
         self._observe_first_reply(scope.request)
         await self._react(ctx, Reaction.DONE)
 
@@ -238,7 +246,7 @@ class TurnRunner:
         placeholder = await scope.stream.close()
         text = failure_text(reason, ctx.correlation_id)
         deliveries = plan_text(ctx, text, scope.channel.capabilities, placeholder_id=placeholder)
-        await self._d.outbox.submit(_items(ctx, deliveries))
+        await self._outbox.submit(_items(ctx, deliveries))
         await self._react(ctx, Reaction.FAILED)
         await self._mark(scope.request, InboundStatus.FAILED, reason)
 
@@ -259,7 +267,7 @@ class TurnRunner:
             tagged = scope.ctx.tagged(str(reason))
             caps = scope.channel.capabilities
             deliveries = plan_text(tagged, text, caps, placeholder_id=placeholder)
-            await self._d.outbox.submit(_items(tagged, deliveries[:1]))
+            await self._outbox.submit(_items(tagged, deliveries[:1]))
             if reason is not CancelReason.SHUTDOWN:
                 await self._mark(scope.request, InboundStatus.HANDLED, str(reason))
 
@@ -268,17 +276,17 @@ class TurnRunner:
     async def _react(self, ctx: ReplyContext, reaction: Reaction) -> None:
         if ctx.reply_to is None:
             return
-        channel = self._d.hub.get(ctx.key.channel)
+        channel = self._hub.get(ctx.key.channel)
         if channel is None or reaction not in channel.capabilities.reactions:
             return
         mark = ReactionMark(destination=ctx.destination, message_id=ctx.reply_to, reaction=reaction)
         tagged = ctx.tagged(f"react-{reaction}")
-        await self._d.outbox.submit([tagged.item(0, mark)])
+        await self._outbox.submit([tagged.item(0, mark)])
 
     def _observe_first_reply(self, request: TurnRequest) -> None:
         if request.items:
             waited = (utc_now() - request.items[0].message.received_at).total_seconds()
-            self._d.counters.first_reply_seconds.observe(max(0.0, waited))
+            self._counters.first_reply_seconds.observe(max(0.0, waited))
 
     async def _mark(
         self,
@@ -289,7 +297,7 @@ class TurnRunner:
         thread_id: str | None = None,
     ) -> None:
         for item in request.items:
-            await self._d.store.inbound.update(
+            await self._store.inbound.update(
                 item.entry_id, status, reason=reason, key=request.key, thread_id=thread_id
             )
 

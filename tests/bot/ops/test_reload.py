@@ -46,10 +46,8 @@ def _daemon(path: Path) -> AbstractAsyncContextManager[Daemon]:
 
 
 async def _reload(daemon: Daemon) -> str:
-    assert daemon.kernel is not None
-    env = daemon.kernel.router.command_env
-    assert env is not None
-    return await env.reload("test")
+    assert daemon.reloader is not None
+    return await daemon.reloader.reload("test")
 
 
 async def test_invalid_config_is_rejected_and_the_running_one_stays(tmp_path: Path) -> None:

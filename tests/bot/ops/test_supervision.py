@@ -72,7 +72,7 @@ async def _parked(fleet: Fleet) -> None:
 
 async def _run(hub: ChannelHub, channel: FakeChannel, policy: SupervisionPolicy) -> Fleet:
     hub.add(channel)
-    fleet = Fleet(hub, _AcceptAll(), policy)
+    fleet = Fleet(hub, _AcceptAll(), policy, install=hub.replace)
     fleet.supervise(channel.name, lambda: channel)
     return fleet
 
