@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from bot.commands import CommandRegistry, default_registry
 from bot.config.settings import Settings
-from bot.delivery.outbox import Outbox, RetryPolicy
+from bot.delivery.attempt import RetryPolicy
+from bot.delivery.outbox import Outbox
 from bot.delivery.ratelimit import RateLimiter
 from bot.hub import ChannelHub, ChannelState
 from bot.metrics import Counters

@@ -1,8 +1,10 @@
-"""The outbox worker: every reply is recorded, then sent in order per chat, retried by kind.
+"""The outbox's scheduling: every reply is recorded, then sent in order per chat.
 
 Operations for one chat go out strictly in the order they were recorded (text before files,
 chunk 1 before chunk 2); a row that must wait holds back the rows behind it. Chats are
-independent of each other. Errors arrive already classified by the adapter (SPEC §8).
+independent of each other: one sender task per chat at work, fed from memory and from store
+polls, with timers for retry times. What one attempt does with a row (the call, the fallback
+ladder, retry or dead letter) is ``bot.delivery.attempt``.
 """
 
 from __future__ import annotations
@@ -12,46 +14,22 @@ import functools
 import heapq
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import datetime
 
-from bot.backoff import Backoff
+from bot.delivery.attempt import Attempts, RetryPolicy, destination_key
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
-from bot.errors import SendError, SendErrorKind, TransientSendError
-from bot.hub import ChannelHub, ChannelState
-from bot.messages import (
-    Delivery,
-    OutboundFile,
-    OutboundKind,
-    OutboundText,
-    ReactionMark,
-    RenderMode,
-    SentRef,
-    TextEdit,
-    utc_now,
-)
+from bot.errors import TransientSendError
+from bot.hub import ChannelHub
+from bot.messages import SentRef
 from bot.metrics import Counters
-from bot.ports import Channel, Store
+from bot.ports import Store
 from bot.records import OutboxItem, OutboxRow, OutboxState
 
 logger = logging.getLogger(__name__)
 
-PARKED_RETRY = timedelta(seconds=60)
 IDLE_POLL_S = 30.0
 FINISHED_MEMORY = 4096
-
-
-def destination_key(delivery: Delivery) -> DestinationKey:
-    dest = delivery.destination
-    return (dest.channel, dest.account_id, dest.chat_id)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RetryPolicy:
-    max_attempts: int = 8
-    backoff: Backoff = field(default_factory=lambda: Backoff(base_s=1.0, cap_s=300.0))
-    clock: Callable[[], datetime] = utc_now
 
 
 class Outbox:
@@ -60,17 +38,12 @@ class Outbox:
         policy: RetryPolicy,
     ) -> None:  # fmt: skip
         self._store = store
-        self._hub = hub
-        self._limiter = limiter
-        self._counters = counters
-        self._max_attempts = policy.max_attempts
-        self._backoff = policy.backoff
+        self._attempts = Attempts(store, hub, limiter, counters, policy)
         self._clock = policy.clock
         self._wake = asyncio.Event()
         self._changed = asyncio.Event()
         self._active: dict[DestinationKey, asyncio.Task[None]] = {}
         self._waiters: dict[int, asyncio.Future[SentRef | None]] = {}
-        self._unreachable: set[DestinationKey] = set()
         self._fresh: list[OutboxRow] = []
         self._waiting: dict[DestinationKey, list[OutboxRow]] = {}
         self._claimed: set[int] = set()
@@ -132,7 +105,7 @@ class Outbox:
 
     def mark_reachable(self, key: DestinationKey) -> None:
         """A chat that wrote to us again can be tried again after forbidden/not found."""
-        self._unreachable.discard(key)
+        self._attempts.mark_reachable(key)
 
     # ------------------------------------------------------------------ worker
 
@@ -272,15 +245,18 @@ class Outbox:
         try:
             for row in rows:
                 try:
-                    finished = await self._attempt(row)
+                    outcome = await self._attempts.attempt(row)
                 except Exception:
                     logger.exception("outbox row %s failed unexpectedly", row.id)
-                    finished = await self._failed(row, TransientSendError("unexpected error"))
+                    error = TransientSendError("unexpected error")
+                    outcome = await self._attempts.failed(row, error)
                 self._claimed.discard(row.id)
-                if finished:
-                    self._remember_finished(row.id)
-                else:
+                if outcome.retry_at is not None:
+                    self._hold(destination_key(row.item.delivery), outcome.retry_at)
+                if not outcome.finished:
                     return
+                self._remember_finished(row.id)
+                self._resolve(row.id, outcome.sent)
         finally:
             self._claimed.difference_update(row.id for row in rows)
 
@@ -290,109 +266,12 @@ class Outbox:
         if len(self._finished_order) > FINISHED_MEMORY:
             self._finished.discard(self._finished_order.popleft())
 
-    # ------------------------------------------------------------------ one attempt
-
-    async def _attempt(self, row: OutboxRow) -> bool:
-        """Try one row; ``True`` when it is finished (sent or dead), ``False`` to hold the chat."""
-        delivery = row.item.delivery
-        key = destination_key(delivery)
-        channel = self._hub.get(key[0])
-        if channel is None:
-            await self._finish_dead(row, f"channel {key[0]!r} is not running in this daemon")
-            return True
-        if key in self._unreachable:
-            await self._finish_dead(row, "destination unreachable (forbidden or not found)")
-            return True
-        if not self._hub.usable(key[0]):
-            reason = f"channel {key[0]} is {self._hub.state(key[0])}"
-            await self._retry_later(row, reason, self._clock() + PARKED_RETRY)
-            return False
-        if not isinstance(delivery, ReactionMark):
-            # Reactions are not messages: platforms rate-limit them separately.
-            await self._limiter.acquire(key)
-        try:
-            ref = await _perform(channel, delivery)
-        except SendError as exc:
-            return await self._failed(row, exc)
-        await self._store.outbox.mark_sent(row.id, ref.message_ids)
-        self._resolve(row.id, ref)
-        return True
-
-    async def _failed(self, row: OutboxRow, exc: SendError) -> bool:
-        delivery = row.item.delivery
-        key = destination_key(delivery)
-        await self._store.outbox.record_attempt(row.id, exc.kind, str(exc))
-        self._counters.send_errors.labels(channel=key[0], kind=exc.kind).inc()
-        logger.warning(
-            "send failed row=%s channel=%s chat=%s kind=%s attempt=%s: %s",
-            row.id, key[0], key[2], exc.kind, row.attempts + 1, exc,
-        )  # fmt: skip
-        if exc.kind is SendErrorKind.AUTH_FAILED:
-            self._hub.set_state(key[0], ChannelState.PARKED, "auth_failed")
-            await self._retry_later(row, str(exc), self._clock() + PARKED_RETRY)
-            return False
-        if exc.kind in (SendErrorKind.FORBIDDEN, SendErrorKind.TARGET_NOT_FOUND):
-            self._unreachable.add(key)
-        attempts = row.attempts + 1
-        delay = self._backoff.delay(attempts)
-        if exc.kind is SendErrorKind.RATE_LIMITED:
-            # Every send to this chat waits, also when this row (a progress update) is dropped.
-            delay = exc.retry_after if exc.retry_after is not None else delay
-            self._limiter.block(key, delay)
-        last_try = attempts >= self._max_attempts or _kind_of(delivery) is OutboundKind.PROGRESS
-        if not exc.retryable or last_try:
-            await self._finish_dead(row, f"{exc.kind}: {exc}")
-            return True
-        retry_at = self._clock() + timedelta(seconds=delay)
-        await self._retry_later(row, f"{exc.kind}: {exc}", retry_at)
-        return False
-
-    async def _retry_later(self, row: OutboxRow, error: str, at: datetime) -> None:
-        """Record the retry time; the chat holds its later rows until then, to keep order."""
-        await self._store.outbox.mark_retry(row.id, error, at)
-        key = destination_key(row.item.delivery)
-        self._held[key] = max(at, self._held.get(key, at))
-        self._schedule(at)
-
-    async def _finish_dead(self, row: OutboxRow, error: str) -> None:
-        await self._store.outbox.mark_dead(row.id, error)
-        logger.error(
-            "delivery dead row=%s correlation=%s: %s", row.id, row.item.correlation_id, error
-        )
-        self._resolve(row.id, None)
+    def _hold(self, key: DestinationKey, until: datetime) -> None:
+        """The chat sends nothing after a row that waits for a retry, to keep its order."""
+        self._held[key] = max(until, self._held.get(key, until))
+        self._schedule(until)
 
     def _resolve(self, row_id: int, ref: SentRef | None) -> None:
         future = self._waiters.get(row_id)
         if future is not None and not future.done():
             future.set_result(ref)
-
-
-def _kind_of(delivery: Delivery) -> OutboundKind | None:
-    if isinstance(delivery, OutboundText | TextEdit):
-        return delivery.kind
-    return None
-
-
-async def _perform(channel: Channel, delivery: Delivery) -> SentRef:
-    """One platform call, walking the rendering fallback ladder on ``invalid_request``."""
-    try:
-        return await _call(channel, delivery)
-    except SendError as exc:
-        if exc.kind is not SendErrorKind.INVALID_REQUEST:
-            raise
-        if not isinstance(delivery, OutboundText | TextEdit) or delivery.render is RenderMode.PLAIN:
-            raise
-        logger.info("%s rejected rich text (%s); retrying as plain text", channel.name, exc)
-        return await _call(channel, replace(delivery, render=RenderMode.PLAIN))
-
-
-async def _call(channel: Channel, delivery: Delivery) -> SentRef:
-    if isinstance(delivery, OutboundText):
-        return await channel.send_text(delivery)
-    if isinstance(delivery, TextEdit):
-        await channel.edit_text(delivery)
-        return SentRef(message_ids=(delivery.message_id,))
-    if isinstance(delivery, OutboundFile):
-        return await channel.send_file(delivery)
-    await channel.react(delivery)
-    return SentRef(message_ids=())

@@ -1,0 +1,170 @@
+"""One attempt at one outbox row: the platform call, its rendering fallback, and what a failure
+means for the row (sent, retry at a time, or dead letter).
+
+Errors arrive already classified by the adapter (SPEC §8); this module decides by kind and
+never by platform. Scheduling — which row goes when, and keeping each chat in order — is the
+outbox's (``bot.delivery.outbox``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from bot.backoff import Backoff
+from bot.delivery.ratelimit import DestinationKey, RateLimiter
+from bot.errors import SendError, SendErrorKind
+from bot.hub import ChannelHub, ChannelState
+from bot.messages import (
+    Delivery,
+    OutboundFile,
+    OutboundKind,
+    OutboundText,
+    ReactionMark,
+    RenderMode,
+    SentRef,
+    TextEdit,
+    utc_now,
+)
+from bot.metrics import Counters
+from bot.ports import Channel, Store
+from bot.records import OutboxRow
+
+logger = logging.getLogger(__name__)
+
+PARKED_RETRY = timedelta(seconds=60)
+
+
+def destination_key(delivery: Delivery) -> DestinationKey:
+    dest = delivery.destination
+    return (dest.channel, dest.account_id, dest.chat_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    max_attempts: int = 8
+    backoff: Backoff = field(default_factory=lambda: Backoff(base_s=1.0, cap_s=300.0))
+    clock: Callable[[], datetime] = utc_now
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptOutcome:
+    """How an attempt left its row: finished (``sent``, or dead when ``sent`` is ``None``), or
+    waiting for ``retry_at`` — until then its chat sends nothing after it."""
+
+    finished: bool
+    sent: SentRef | None = None
+    retry_at: datetime | None = None
+
+
+class Attempts:
+    """Attempts rows one at a time and records each outcome in the store."""
+
+    def __init__(
+        self, store: Store, hub: ChannelHub, limiter: RateLimiter, counters: Counters,
+        policy: RetryPolicy,
+    ) -> None:  # fmt: skip
+        self._store = store
+        self._hub = hub
+        self._limiter = limiter
+        self._counters = counters
+        self._max_attempts = policy.max_attempts
+        self._backoff = policy.backoff
+        self._clock = policy.clock
+        self._unreachable: set[DestinationKey] = set()
+
+    def mark_reachable(self, key: DestinationKey) -> None:
+        """A chat that wrote to us again can be tried again after forbidden/not found."""
+        self._unreachable.discard(key)
+
+    async def attempt(self, row: OutboxRow) -> AttemptOutcome:
+        delivery = row.item.delivery
+        key = destination_key(delivery)
+        channel = self._hub.get(key[0])
+        if channel is None:
+            return await self._dead(row, f"channel {key[0]!r} is not running in this daemon")
+        if key in self._unreachable:
+            return await self._dead(row, "destination unreachable (forbidden or not found)")
+        if not self._hub.usable(key[0]):
+            reason = f"channel {key[0]} is {self._hub.state(key[0])}"
+            return await self._retry_later(row, reason, self._clock() + PARKED_RETRY)
+        if not isinstance(delivery, ReactionMark):
+            # Reactions are not messages: platforms rate-limit them separately.
+            await self._limiter.acquire(key)
+        try:
+            ref = await _perform(channel, delivery)
+        except SendError as exc:
+            return await self.failed(row, exc)
+        await self._store.outbox.mark_sent(row.id, ref.message_ids)
+        return AttemptOutcome(finished=True, sent=ref)
+
+    async def failed(self, row: OutboxRow, exc: SendError) -> AttemptOutcome:
+        """Record a failed attempt and decide: retry at a time, or dead letter."""
+        delivery = row.item.delivery
+        key = destination_key(delivery)
+        await self._store.outbox.record_attempt(row.id, exc.kind, str(exc))
+        self._counters.send_errors.labels(channel=key[0], kind=exc.kind).inc()
+        logger.warning(
+            "send failed row=%s channel=%s chat=%s kind=%s attempt=%s: %s",
+            row.id, key[0], key[2], exc.kind, row.attempts + 1, exc,
+        )  # fmt: skip
+        if exc.kind is SendErrorKind.AUTH_FAILED:
+            self._hub.set_state(key[0], ChannelState.PARKED, "auth_failed")
+            return await self._retry_later(row, str(exc), self._clock() + PARKED_RETRY)
+        if exc.kind in (SendErrorKind.FORBIDDEN, SendErrorKind.TARGET_NOT_FOUND):
+            self._unreachable.add(key)
+        attempts = row.attempts + 1
+        delay = self._backoff.delay(attempts)
+        if exc.kind is SendErrorKind.RATE_LIMITED:
+            # Every send to this chat waits, also when this row (a progress update) is dropped.
+            delay = exc.retry_after if exc.retry_after is not None else delay
+            self._limiter.block(key, delay)
+        last_try = attempts >= self._max_attempts or _kind_of(delivery) is OutboundKind.PROGRESS
+        if not exc.retryable or last_try:
+            return await self._dead(row, f"{exc.kind}: {exc}")
+        retry_at = self._clock() + timedelta(seconds=delay)
+        return await self._retry_later(row, f"{exc.kind}: {exc}", retry_at)
+
+    async def _retry_later(self, row: OutboxRow, error: str, at: datetime) -> AttemptOutcome:
+        await self._store.outbox.mark_retry(row.id, error, at)
+        return AttemptOutcome(finished=False, retry_at=at)
+
+    async def _dead(self, row: OutboxRow, error: str) -> AttemptOutcome:
+        await self._store.outbox.mark_dead(row.id, error)
+        logger.error(
+            "delivery dead row=%s correlation=%s: %s", row.id, row.item.correlation_id, error
+        )
+        return AttemptOutcome(finished=True)
+
+
+def _kind_of(delivery: Delivery) -> OutboundKind | None:
+    if isinstance(delivery, OutboundText | TextEdit):
+        return delivery.kind
+    return None
+
+
+async def _perform(channel: Channel, delivery: Delivery) -> SentRef:
+    """One platform call, walking the rendering fallback ladder on ``invalid_request``."""
+    try:
+        return await _call(channel, delivery)
+    except SendError as exc:
+        if exc.kind is not SendErrorKind.INVALID_REQUEST:
+            raise
+        if not isinstance(delivery, OutboundText | TextEdit) or delivery.render is RenderMode.PLAIN:
+            raise
+        logger.info("%s rejected rich text (%s); retrying as plain text", channel.name, exc)
+        return await _call(channel, replace(delivery, render=RenderMode.PLAIN))
+
+
+async def _call(channel: Channel, delivery: Delivery) -> SentRef:
+    if isinstance(delivery, OutboundText):
+        return await channel.send_text(delivery)
+    if isinstance(delivery, TextEdit):
+        await channel.edit_text(delivery)
+        return SentRef(message_ids=(delivery.message_id,))
+    if isinstance(delivery, OutboundFile):
+        return await channel.send_file(delivery)
+    await channel.react(delivery)
+    return SentRef(message_ids=())
