@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.cli.service import DEFAULT_PROGRAM, plan_unit, program, render_unit
+from bot.cli.service import program
+from bot.cli.unit import DEFAULT_PROGRAM, plan_unit, render_unit
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "config" / "switchboard.example.yaml"
