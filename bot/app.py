@@ -104,14 +104,13 @@ class Daemon:
             agent = await self._open_agent(stack)
             routes = self._routes = RouteTable()
             hub = ChannelHub(store.settings)
-            self._factories = self._channel_factories(routes, hub)
+            reloader = self.reloader = Reloader(self, hub, store.audit)
+            kernel = self.kernel = build_kernel(self._current, store, agent, hub, reloader.reload)
+            self._factories = self._channel_factories(routes, kernel)
             if not self._factories:
                 logger.warning("no channel is enabled: nothing will be received (see channels.*)")
             for build in self._factories.values():
-                hub.add(build())
-            reloader = self.reloader = Reloader(self, hub, store.audit)
-            kernel = build_kernel(self._current, store, agent, hub, reloader.reload)
-            self.kernel = kernel
+                kernel.add_channel(build())
             self.http = HttpServer(self.settings.http, kernel.hub, store, kernel.counters, routes)
             await self.http.start()
             stack.push_async_callback(self.http.aclose)
@@ -142,19 +141,23 @@ class Daemon:
         stack.push_async_callback(agent.aclose)
         return agent
 
-    def _channel_factories(self, routes: RouteTable, hub: ChannelHub) -> dict[str, ChannelFactory]:
+    def _channel_factories(self, routes: RouteTable, kernel: Kernel) -> dict[str, ChannelFactory]:
         """How to build each channel; supervision rebuilds one to restart it."""
         if self.options.overrides.channels is not None:
             return {c.name: functools.partial(_reuse, c) for c in self.options.overrides.channels}
         names = ["console"] if self.options.chat else list(self.settings.channels.enabled())
-        return {name: self._registry_factory(name, routes, hub) for name in names}
+        return {name: self._registry_factory(name, routes, kernel) for name in names}
 
-    def _registry_factory(self, name: str, routes: RouteTable, hub: ChannelHub) -> ChannelFactory:
+    def _registry_factory(self, name: str, routes: RouteTable, kernel: Kernel) -> ChannelFactory:
         adapter = cast(Callable[[Settings, ChannelContext], Channel], load(EdgeKind.CHANNEL, name))
+        menu = kernel.commands.menu()
 
         def build() -> Channel:
             context = ChannelContext(
-                routes=routes, state_dir=self.settings.state_dir, health=hub.reporter(name)
+                routes=routes,
+                state_dir=self.settings.state_dir,
+                health=kernel.hub.reporter(name),
+                commands=menu,
             )
             return adapter(self.settings, context)
 
@@ -178,7 +181,7 @@ class Daemon:
                     await fleet.unsupervise(name)
                     notes.append(f"channel {name} stopped")
                 elif name in after and (name not in before or before[name] != after[name]):
-                    factory = self._registry_factory(name, routes, kernel.hub)
+                    factory = self._registry_factory(name, routes, kernel)
                     self._factories[name] = factory
                     if name in fleet.supervisors:
                         fleet.supervisors[name].restart(factory)

@@ -50,6 +50,11 @@ class Kernel:
     clarifications: Clarifications
     limiter: RateLimiter
 
+    def add_channel(self, channel: Channel) -> None:
+        """A channel the daemon starts with (it starts in state ``starting``)."""
+        self.hub.add(channel)
+        _pace(self.limiter, channel)
+
     def install_channel(self, channel: Channel) -> None:
         """Put a channel instance in place (first start, restart, enabled by a reload)."""
         self.hub.replace(channel)
@@ -89,12 +94,10 @@ def build_kernel(
     hub: ChannelHub,
     reload: ReloadFn,
 ) -> Kernel:
-    """The kernel around the channels already in ``hub``; ``reload`` serves ``/reload``."""
+    """The kernel; channels join with ``add_channel``. ``reload`` serves ``/reload``."""
     current = settings()
     counters = Counters()
     limiter = RateLimiter()
-    for channel in hub:
-        _pace(limiter, channel)
     hub.listeners.append(functools.partial(_count_reconnects, counters))
     bus = InboundBus(current.daemon.inbound_queue_size)
     outbox = Outbox(

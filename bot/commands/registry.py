@@ -12,7 +12,7 @@ from bot.pipeline.access import Role
 from bot.pipeline.bus import InboundBus
 from bot.pipeline.lanes import Lanes
 from bot.pipeline.sessions import Sessions
-from bot.ports import Store
+from bot.ports import MenuCommand, Store
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,6 +72,12 @@ class CommandRegistry:
 
     def visible_to(self, role: Role) -> list[Command]:
         return [c for c in self._commands.values() if role is Role.ADMIN or not c.admin]
+
+    def menu(self) -> tuple[MenuCommand, ...]:
+        """What a platform's command menu lists: every user's commands, admin ones hidden."""
+        return tuple(
+            MenuCommand(name=c.name, summary=c.summary) for c in self.visible_to(Role.USER)
+        )
 
     async def dispatch(self, name: str, call: CommandCall) -> str:
         command = self._commands[name]

@@ -80,16 +80,26 @@ class ChannelHealth(Protocol):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MenuCommand:
+    """A command every user may run, for a platform's command menu (Telegram ``setMyCommands``)."""
+
+    name: str
+    summary: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ChannelContext:
     """What the daemon gives every adapter besides its settings.
 
     Adapters are constructed as ``Adapter(settings: bot.config.settings.Settings, context)`` by the
-    registry, without I/O; ``start`` connects.
+    registry, without I/O; ``start`` connects. ``commands`` is the kernel's own list, so an
+    adapter never builds a second command registry.
     """
 
     routes: WebhookRoutes
     state_dir: Path
     health: ChannelHealth
+    commands: tuple[MenuCommand, ...] = ()
 
 
 class TextUnit(StrEnum):

@@ -28,7 +28,6 @@ from telegram import error as tg
 from telegram.request import HTTPXRequest
 from typing_extensions import override
 
-from bot.commands import default_registry
 from bot.config.settings import Settings
 from bot.errors import AuthFailed, ChannelError, ConfigError, SendError, TransientSendError
 from bot.messages import (
@@ -42,7 +41,6 @@ from bot.messages import (
     SentRef,
     TextEdit,
 )
-from bot.pipeline.access import Role
 from bot.ports import BotIdentity, ChannelCapabilities, ChannelContext, Publish, TextUnit
 from channels.base import BaseChannel
 from channels.telegram.errors import redact, sdk_errors
@@ -87,6 +85,7 @@ class TelegramChannel(BaseChannel):
         self._api = block.api_base_url.rstrip("/")
         self._in_flight = block.max_requests_in_flight
         self._health = context.health
+        self._menu = context.commands
         self._poll_timeout_s = poll_timeout_s
         if capabilities is not None:
             self.capabilities = capabilities
@@ -163,7 +162,7 @@ class TelegramChannel(BaseChannel):
         """The command menu: the commands every user may run (admin ones stay hidden)."""
         commands = [
             BotCommand(c.name, (c.summary or c.name)[:256])
-            for c in default_registry().visible_to(Role.USER)
+            for c in self._menu
             if _COMMAND_NAME.fullmatch(c.name)
         ]
         try:

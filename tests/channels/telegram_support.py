@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.app import Daemon
+from bot.commands import default_registry
 from bot.config.settings import Settings
 from bot.kernel import Kernel
 from bot.ops.http import RouteTable
@@ -110,7 +111,12 @@ async def telegram_daemon(
     settings: Settings, agent: AgentBackend, **adapter: Any
 ) -> AsyncIterator[TelegramRun]:
     health = HealthLog()
-    context = ChannelContext(routes=RouteTable(), state_dir=settings.state_dir, health=health)
+    context = ChannelContext(
+        routes=RouteTable(),
+        state_dir=settings.state_dir,
+        health=health,
+        commands=default_registry().menu(),
+    )
     adapter.setdefault("capabilities", FAST_CAPS)
     adapter.setdefault("poll_timeout_s", 1)
     channel = TelegramChannel(settings, context, **adapter)
