@@ -6,7 +6,6 @@ lookups, so it never waits on an agent. Turns run in their conversation's lane.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -39,6 +38,13 @@ logger = logging.getLogger(__name__)
 QUEUED_NOTICE = "⏳ Queued — I'll answer after the current reply."
 BUSY_NOTICE = "I'm still working on your previous message. Wait for it, or send /stop."
 STALE_BUTTON_NOTICE = "That question was already answered or has expired."
+
+# Outcomes of routing one message besides the drop reasons (the metric's ``outcome`` label).
+ACCEPTED = "accepted"
+ANSWER = "answer"
+COMMAND = "command"
+STALE_BUTTON = "stale_button"
+ROUTING_ERROR = "routing_error"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,8 +88,6 @@ class Router:
             stop_conversation=self.stop_conversation,
             reload=deps.reload,
         )
-        self.handled = 0
-        self._progress = asyncio.Condition()
 
     async def run(self) -> None:
         """Dispatch bus items until the bus closes."""
@@ -92,60 +96,52 @@ class Router:
                 item = await self._bus.get()
             except BusClosed:
                 return
+            outcome: str = ROUTING_ERROR
             try:
-                await self.handle(item)
+                outcome = await self.handle(item)
             except Exception:
                 logger.exception("failed to route message correlation=%s", item.correlation_id)
                 await self._store.inbound.update(
                     item.entry_id, InboundStatus.FAILED, reason="routing error"
                 )
-            async with self._progress:
-                self.handled += 1
-                self._progress.notify_all()
+            finally:
+                # Once per routed message, after all its effects: tests wait on this count.
+                self._counters.inbound(item.message.channel, outcome)
 
-    async def wait_handled(self, count: int) -> None:
-        """Wait until ``count`` bus items have been routed (for drains and tests)."""
-        async with self._progress:
-            await self._progress.wait_for(lambda: self.handled >= count)
-
-    async def handle(self, item: Accepted) -> None:
+    async def handle(self, item: Accepted) -> str:
+        """Route one message; returns its outcome (the ``outcome`` label of the metric)."""
         message = item.message
         self._outbox.mark_reachable((message.channel, message.account_id, message.chat_id))
         if message.sender.is_bot and self._ignores_bots(message.channel):
-            await self._drop(item, DropReason.FROM_BOT)
-            return
+            return await self._drop(item, DropReason.FROM_BOT)
         parsed = self._parse_command(message)
         role = self._access.role(message)
         if self._hub.is_paused(message.channel) and not (parsed and role is Role.ADMIN):
-            await self._drop(item, DropReason.PAUSED)
-            return
+            return await self._drop(item, DropReason.PAUSED)
         verdict = await self._access.check(message)
         if not verdict.allowed:
             if verdict.reply:
                 await self._notice(item, self._sessions.scoped_key(message), verdict.reply)
-            await self._drop(item, verdict.reason or DropReason.NOT_ALLOWED)
-            return
+            return await self._drop(item, verdict.reason or DropReason.NOT_ALLOWED)
         if parsed is not None:
-            await self._command(item, parsed, role)
-            return
-        await self._conversation(item)
+            return await self._command(item, parsed, role)
+        return await self._conversation(item)
 
-    async def _conversation(self, item: Accepted) -> None:
+    async def _conversation(self, item: Accepted) -> str:
         message = item.message
         answer = await self._clarifications.match(message, is_command=False)
         if answer is not None:
             self._submit_answer(item, answer)
-            return
+            return ANSWER
         if message.button is not None:
             await self._notice(item, self._sessions.scoped_key(message), STALE_BUTTON_NOTICE)
             await self._finish(item, "stale button")
-            return
+            return STALE_BUTTON
         if message.chat_type is ChatType.GROUP and not await self._addressed(message):
-            await self._drop(item, DropReason.NOT_ADDRESSED)
-            return
+            return await self._drop(item, DropReason.NOT_ADDRESSED)
         key = await self._sessions.key_for(message)
         request = TurnRequest(key=key, destination=destination_for(message, key), items=(item,))
-        await self._submit(item, request)
+        return await self._submit(item, request)
 
     def _ignores_bots(self, channel: str) -> bool:
         """Other bots are ignored unless the channel opts in (adapters drop our own)."""
@@ -179,19 +175,18 @@ class Router:
             answer=answer.text,
         )
         self._lanes.submit(request, self._settings().conversations.busy_policy)
-        self._counters.inbound(item.message.channel, "answer")
         logger.info(
             "answer for clarification=%s correlation=%s", clarification.id, item.correlation_id
         )
 
-    async def _submit(self, item: Accepted, request: TurnRequest) -> None:
+    async def _submit(self, item: Accepted, request: TurnRequest) -> str:
         outcome = self._lanes.submit(request, self._settings().conversations.busy_policy)
-        self._counters.inbound(item.message.channel, "accepted")
         if outcome is SubmitOutcome.QUEUED:
             await self._acknowledge_queued(item, request.key)
         elif outcome is SubmitOutcome.REJECTED:
             await self._notice(item, request.key, BUSY_NOTICE)
-            await self._drop(item, DropReason.BUSY)
+            return await self._drop(item, DropReason.BUSY)
+        return ACCEPTED
 
     async def _acknowledge_queued(self, item: Accepted, key: ConversationKey) -> None:
         channel = self._hub.get(item.message.channel)
@@ -206,7 +201,7 @@ class Router:
         else:
             await self._notice(item, key, QUEUED_NOTICE)
 
-    async def _command(self, item: Accepted, parsed: ParsedCommand, role: Role) -> None:
+    async def _command(self, item: Accepted, parsed: ParsedCommand, role: Role) -> str:
         key = await self._sessions.key_for(item.message)
         call = CommandCall(
             message=item.message, key=key, args=parsed.args, raw_args=parsed.raw_args,
@@ -216,12 +211,12 @@ class Router:
         reply = await self._commands.dispatch(parsed.name, call)
         await self._send(item, key, reply, OutboundKind.COMMAND, "command")
         await self._finish(item, f"command /{parsed.name}")
-        self._counters.inbound(item.message.channel, "command")
         logger.info(
             "command /%s key=%s correlation=%s role=%s duration=%.3fs",
             parsed.name, key.describe(), item.correlation_id, role,
             time.monotonic() - started,
         )  # fmt: skip
+        return COMMAND
 
     async def stop_conversation(self, key: ConversationKey) -> tuple[bool, int]:
         was_running, cleared = self._lanes.stop(key)
@@ -260,7 +255,7 @@ class Router:
     async def _finish(self, item: Accepted, reason: str) -> None:
         await self._store.inbound.update(item.entry_id, InboundStatus.HANDLED, reason=reason)
 
-    async def _drop(self, item: Accepted, reason: DropReason) -> None:
+    async def _drop(self, item: Accepted, reason: DropReason) -> str:
         await self._store.inbound.update(item.entry_id, InboundStatus.DROPPED, reason=reason)
-        self._counters.inbound(item.message.channel, reason)
         log_drop(item.message, reason)
+        return reason

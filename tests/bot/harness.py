@@ -14,6 +14,7 @@ from bot.app import Daemon, DaemonOptions, Overrides
 from bot.config.settings import Settings
 from bot.exit_codes import EXIT_OK
 from bot.kernel import Kernel
+from bot.metrics import DropReason
 from bot.ports import AgentBackend, Channel
 
 
@@ -101,3 +102,33 @@ async def eventually(check: Callable[[], Awaitable[bool]], within: float = 5.0) 
     async with asyncio.timeout(within):
         while not await check():  # noqa: ASYNC110 - hub states and the outbox raise no event
             await asyncio.sleep(0.02)
+
+
+INTAKE_OUTCOMES = frozenset({DropReason.DUPLICATE, DropReason.QUEUE_FULL})
+"""Outcomes counted at intake: those messages never reach the router."""
+
+
+def inbound_outcomes(kernel: Kernel) -> dict[str, int]:
+    """The inbound metric by outcome, over all channels (zero counts left out)."""
+    counts: dict[str, int] = {}
+    for metric in kernel.counters.inbound_total.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total") and sample.value:
+                outcome = sample.labels["outcome"]
+                counts[outcome] = counts.get(outcome, 0) + int(sample.value)
+    return counts
+
+
+def routed_count(kernel: Kernel) -> int:
+    """Messages the router has finished with, from the inbound metric it counts once each."""
+    counts = inbound_outcomes(kernel)
+    return sum(n for outcome, n in counts.items() if outcome not in INTAKE_OUTCOMES)
+
+
+async def routed(kernel: Kernel, count: int, within: float = 10.0) -> None:
+    """Wait until the router has finished with ``count`` messages (all their effects recorded)."""
+
+    async def done() -> bool:
+        return routed_count(kernel) >= count
+
+    await eventually(done, within)

@@ -27,7 +27,7 @@ from bot.errors import Forbidden, RateLimited
 from bot.ports import Admission
 from bot.records import OutboxState, UserStatus
 from store.sqlite import SqliteStore
-from tests.bot.harness import Running, make_settings, running
+from tests.bot.harness import Running, make_settings, routed, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import AUTH_FAILED, PLAIN_CAPS, FakeChannel, dm
 
@@ -91,12 +91,12 @@ async def _prepare(state_dir: Path) -> None:
             assert await channel.inject(dm("hi", message_id="m1")) is Admission.DUPLICATE
         channel.fail_next.append(Forbidden("bot was blocked by the user"))
         await channel.inject(dm("hello", message_id="m2", user="bob"))
-        await kernel.router.wait_handled(2)
+        await routed(kernel, 2)
         await kernel.lanes.wait_idle()
         await kernel.outbox.wait_idle()
         for index, user in enumerate(("carol", "dave"), start=3):
             await channel.inject(dm("let me in", message_id=f"m{index}", user=user))
-        await kernel.router.wait_handled(4)
+        await routed(kernel, 4)
         await kernel.outbox.wait_idle()
 
 

@@ -9,7 +9,7 @@ from bot.messages import OutboundFile, OutboundText, RenderMode
 from bot.ports import ChannelCapabilities, PresentedFile
 from bot.records import OutboxState
 from bot.workspace import ThreadWorkspace
-from tests.bot.harness import make_settings, running
+from tests.bot.harness import make_settings, routed, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import PLAIN_CAPS, FakeChannel, dm
 
@@ -53,7 +53,7 @@ async def test_forbidden_is_not_retried(tmp_path: Path) -> None:
     channel.fail_next.append(Forbidden("bot was blocked by the user"))
     async with running(make_settings(tmp_path), [channel], agent) as daemon:
         await channel.inject(dm("hi", message_id="1"))
-        await daemon.kernel.router.wait_handled(1)
+        await routed(daemon.kernel, 1)
         await daemon.kernel.lanes.wait_idle()
         await daemon.kernel.outbox.wait_idle()
         (row,) = await daemon.kernel.store.outbox.listing()
@@ -69,7 +69,7 @@ async def test_pending_rows_are_sent_after_a_restart(tmp_path: Path) -> None:
     broken.fail_next.extend(TransientSendError("down") for _ in range(3))
     async with running(settings, [broken], agent) as daemon:
         await broken.inject(dm("hi", message_id="1"))
-        await daemon.kernel.router.wait_handled(1)
+        await routed(daemon.kernel, 1)
         await daemon.kernel.lanes.wait_idle()
         (row,) = await daemon.kernel.store.outbox.listing()
         assert row.state is OutboxState.PENDING

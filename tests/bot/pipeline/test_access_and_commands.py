@@ -10,7 +10,7 @@ from bot.app import Daemon, DaemonOptions, Overrides
 from bot.messages import utc_now
 from bot.records import InboundStatus, UserStatus
 from store.sqlite import DB_FILENAME, SqliteStore
-from tests.bot.harness import make_settings, running, started
+from tests.bot.harness import make_settings, routed, running, started
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel, dm, group
 
@@ -27,7 +27,7 @@ async def test_pairing_code_then_approve_lets_the_user_in(tmp_path: Path) -> Non
         code = code_match.group(1)
         # Asking again gives the same code rather than a new request.
         await channel.inject(dm("hello again", message_id="2", user="eve"))
-        await daemon.kernel.router.wait_handled(2)
+        await routed(daemon.kernel, 2)
         assert agent.runs == []
         await channel.inject(dm("/pairing", message_id="3", user="root"))
         await channel.wait_text(f"`{code}` Eve")
@@ -75,7 +75,7 @@ async def test_allowlist_drops_unknown_users_silently(tmp_path: Path) -> None:
         await channel.inject(dm("hi", message_id="1", user="stranger"))
         await channel.inject(dm("hi", message_id="2", user="root"))
         await channel.wait_text("echo: hi")
-        await daemon.kernel.router.wait_handled(2)
+        await routed(daemon.kernel, 2)
     assert len(agent.runs) == 1
     assert all("stranger" not in text for text in channel.texts())
 
@@ -100,7 +100,7 @@ async def test_deny_blocks_and_allow_restores(tmp_path: Path) -> None:
         await channel.inject(dm("/deny bob", message_id="1", user="root"))
         await channel.wait_text("is now blocked")
         await channel.inject(dm("hello", message_id="2", user="bob"))
-        await daemon.kernel.router.wait_handled(2)
+        await routed(daemon.kernel, 2)
         await channel.inject(dm("/allow fake:bob", message_id="3", user="root"))
         await channel.wait_text("may now talk to the bot")
         await channel.inject(dm("hello again", message_id="4", user="bob"))
@@ -115,11 +115,11 @@ async def test_pause_is_persisted_and_admins_can_resume(tmp_path: Path) -> None:
         await channel.inject(dm("/pause", message_id="1", user="root"))
         await channel.wait_text("Paused all channels")
         await channel.inject(dm("hello", message_id="2"))
-        await daemon.kernel.router.wait_handled(2)
+        await routed(daemon.kernel, 2)
     channel = FakeChannel()
     async with running(settings, [channel], agent) as daemon:
         await channel.inject(dm("still paused?", message_id="3"))
-        await daemon.kernel.router.wait_handled(1)
+        await routed(daemon.kernel, 1)
         (entry,) = await daemon.kernel.store.inbound.find("fake", "3")
         assert entry.reason == "paused"
         await channel.inject(dm("/resume", message_id="4", user="root"))
@@ -168,7 +168,7 @@ async def test_group_policy_off_ignores_groups(tmp_path: Path) -> None:
     channel, agent = FakeChannel(), FakeAgent()
     async with running(settings, [channel], agent) as daemon:
         await channel.inject(group("hello bot", message_id="1", mentions_bot=True))
-        await daemon.kernel.router.wait_handled(1)
+        await routed(daemon.kernel, 1)
         (entry,) = await daemon.kernel.store.inbound.find("fake", "1")
     assert entry.reason == "not_addressed"
     assert agent.runs == []
@@ -180,7 +180,7 @@ async def test_messages_from_other_bots_are_dropped(tmp_path: Path) -> None:
     robot = replace(robot, sender=replace(robot.sender, is_bot=True))
     async with running(make_settings(tmp_path), [channel], agent) as daemon:
         await channel.inject(robot)
-        await daemon.kernel.router.wait_handled(1)
+        await routed(daemon.kernel, 1)
         (entry,) = await daemon.kernel.store.inbound.find("fake", "1")
     assert entry.reason == "from_bot"
     assert agent.runs == []

@@ -8,7 +8,7 @@ from pathlib import Path
 from bot.messages import ButtonPress, OutboundText, TextEdit, utc_now
 from bot.ports import ChannelCapabilities
 from bot.records import ClarificationState
-from tests.bot.harness import make_settings, running
+from tests.bot.harness import make_settings, routed, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import PLAIN_CAPS, FakeChannel, dm, group
 
@@ -52,7 +52,7 @@ async def test_answer_in_a_group_without_mention_by_the_asked_user_only(tmp_path
         await channel.wait_text("Deploy?")
         # Someone else talking in the group is neither an answer nor addressed.
         await channel.inject(group("lunch?", message_id="11", user="bob"))
-        await daemon.kernel.router.wait_handled(2)
+        await routed(daemon.kernel, 2)
         # The asked user's next plain message answers, although it would start a new topic.
         await channel.inject(group("yes", message_id="12"))
         await channel.wait_text("answer: yes")

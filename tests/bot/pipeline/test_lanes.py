@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bot.messages import Reaction, ReactionMark
 from bot.records import InboundStatus
-from tests.bot.harness import make_settings, running
+from tests.bot.harness import inbound_outcomes, make_settings, routed, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import PLAIN_CAPS, FakeChannel, Sent, dm
 
@@ -67,9 +67,11 @@ async def test_reject_policy_answers_busy(tmp_path: Path) -> None:
         release.set()
         await channel.wait_text("echo: slow first")
         (second,) = await daemon.kernel.store.inbound.find("fake", "2")
+        outcomes = inbound_outcomes(daemon.kernel)
     assert second.status is InboundStatus.DROPPED
     assert second.reason == "busy"
     assert len(agent.runs) == 1
+    assert outcomes == {"accepted": 1, "busy": 1}  # each message counted once
 
 
 async def test_slow_conversation_does_not_block_another(tmp_path: Path) -> None:
@@ -93,7 +95,7 @@ async def test_global_bound_limits_concurrent_runs(tmp_path: Path) -> None:
         await channel.inject(dm("slow for alice", message_id="1", user="alice"))
         await agent.wait_runs(1)
         await channel.inject(dm("hi from bob", message_id="2", user="bob"))
-        await daemon.kernel.router.wait_handled(2)
+        await routed(daemon.kernel, 2)
         assert len(agent.runs) == 1
         assert daemon.kernel.lanes.active_runs == 1
         release.set()

@@ -8,7 +8,7 @@ from pathlib import Path
 from bot.messages import OutboundKind, OutboundText, TextEdit
 from bot.ports import Admission
 from bot.records import InboundStatus
-from tests.bot.harness import make_settings, running
+from tests.bot.harness import make_settings, routed, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import PLAIN_CAPS, FakeChannel, dm, group
 
@@ -93,7 +93,7 @@ async def test_reply_to_bot_message_continues_its_thread(tmp_path: Path) -> None
         await channel.wait_text("echo: more")
         # An unaddressed top-level message is dropped.
         await channel.inject(group("chatter", message_id="102"))
-        await daemon.kernel.router.wait_handled(3)
+        await routed(daemon.kernel, 3)
         (entry,) = await daemon.kernel.store.inbound.find("fake", "102")
     assert entry.status is InboundStatus.DROPPED
     assert entry.reason == "not_addressed"
