@@ -116,7 +116,7 @@ async def measure(state: Path, size: int, operations: int) -> dict[str, object]:
 
         async def record(n: int) -> object:
             fresh = message(size + 1_000_000 + n) if n >= 0 else message(size + 10 - n)
-            return await store.inbound.record(fresh, f"bench-{n}")
+            return await store.inbound.record_many([(fresh, f"bench-{n}")])
 
         lookups = await timed(operations, lookup)
         writes = await timed(operations, record)

@@ -20,7 +20,7 @@ from typing import Final
 from typing_extensions import override
 
 from bot.errors import StoreError
-from bot.messages import ConversationKey, Destination
+from bot.messages import ConversationKey
 from bot.ports import ConversationStore, LinkStore
 from bot.records import Conversation, MessageLink
 from store.cache import RowCache
@@ -131,28 +131,6 @@ class SqliteConversationStore(ConversationStore):
 class SqliteLinkStore(LinkStore):
     def __init__(self, db: Database) -> None:
         self._db = db
-
-    @override
-    async def add(self, destination: Destination, message_id: str, link: MessageLink) -> None:
-        """Remember which thread a sent message belongs to (the latest write wins)."""
-        await self._db.execute(
-            "INSERT INTO message_links (channel, account_id, chat_id, message_id,"
-            " key_channel, key_account_id, key_chat_id, key_topic_id, key_user_id,"
-            " thread_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (channel, account_id, chat_id, message_id) DO UPDATE SET"
-            " key_channel = excluded.key_channel, key_account_id = excluded.key_account_id,"
-            " key_chat_id = excluded.key_chat_id, key_topic_id = excluded.key_topic_id,"
-            " key_user_id = excluded.key_user_id, thread_id = excluded.thread_id",
-            (
-                destination.channel,
-                destination.account_id,
-                destination.chat_id,
-                message_id,
-                *key_values(link.key),
-                link.thread_id,
-                to_db_time(self._db.now()),
-            ),
-        )
 
     @override
     async def lookup(

@@ -56,11 +56,6 @@ class SqliteInboundJournal(InboundJournal):
         self._db = db
 
     @override
-    async def record(self, message: InboundMessage, correlation_id: str) -> int | None:
-        (entry_id,) = await self.record_many([(message, correlation_id)])
-        return entry_id
-
-    @override
     async def record_many(self, entries: Sequence[tuple[InboundMessage, str]]) -> list[int | None]:
         """One multi-row ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` for the batch.
 
@@ -112,11 +107,6 @@ class SqliteInboundJournal(InboundJournal):
             " WHERE id = ?",
             (status, to_db_time(self._db.now()), reason, *key_params, thread_id, entry_id),
         )
-
-    @override
-    async def get(self, entry_id: int) -> JournalEntry | None:
-        row = await self._db.row(f"{_SELECT} WHERE id = ?", (entry_id,))
-        return None if row is None else _entry(row)
 
     @override
     async def find(self, channel: str | None, message_id: str) -> list[JournalEntry]:

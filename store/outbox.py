@@ -72,11 +72,6 @@ class SqliteOutboxStore(OutboxStore):
         return to_db_time(self._db.now())
 
     @override
-    async def enqueue(self, items: Sequence[OutboxItem]) -> list[int]:
-        """Insert all items in one transaction; returns each item's row id, old or new."""
-        return [row.id for row in await self.enqueue_rows(items)]
-
-    @override
     async def enqueue_rows(
         self, items: Sequence[OutboxItem], *, finishes: Sequence[int] = ()
     ) -> list[OutboxRow]:

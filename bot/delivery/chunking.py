@@ -24,7 +24,7 @@ from itertools import accumulate, repeat
 
 from bot.ports import TextUnit
 
-__all__ = ["fits_in_chunks", "measure", "split_markdown"]
+__all__ = ["measure", "split_markdown"]
 
 _MAX_CODE_POINT = {TextUnit.CHARS: 1, TextUnit.UTF16: 2, TextUnit.UTF8_BYTES: 4}
 _OPEN = re.compile(r"(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)")
@@ -62,11 +62,6 @@ def split_markdown(text: str, limit: int, unit: TextUnit = TextUnit.CHARS) -> tu
     if text[0].strip() and text[-1].strip() and measure(text, unit) <= limit:
         return (text,)  # most replies: one chunk with no blank lines to trim
     return _Splitter(text, limit, unit).chunks()
-
-
-def fits_in_chunks(text: str, limit: int, unit: TextUnit, max_chunks: int) -> bool:
-    """Whether ``text`` goes out in at most ``max_chunks`` messages (else send it as a file)."""
-    return len(split_markdown(text, limit, unit)) <= max_chunks
 
 
 # --------------------------------------------------------------------------- layout

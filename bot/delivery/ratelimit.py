@@ -66,6 +66,3 @@ class RateLimiter:
         """The platform said to wait (429): nothing goes to this chat until then."""
         until = self._clock() + seconds
         self._next_chat[key] = max(self._next_chat.get(key, 0.0), until)
-
-    def forget(self, key: DestinationKey) -> None:
-        self._next_chat.pop(key, None)

@@ -8,7 +8,6 @@ from typing import Protocol
 
 from bot.messages import (
     ConversationKey,
-    Destination,
     InboundMessage,
 )
 from bot.records import (
@@ -29,13 +28,10 @@ from bot.records import (
 
 
 class InboundJournal(Protocol):
-    async def record(self, message: InboundMessage, correlation_id: str) -> int | None:
-        """Journal a new message; ``None`` when it was seen before (a redelivery)."""
-        ...
-
     async def record_many(self, entries: Sequence[tuple[InboundMessage, str]]) -> list[int | None]:
-        """``record`` for each (message, correlation id) in one write; a message repeated
-        within the batch is recorded once, the first time."""
+        """Journal each (message, correlation id) in one write: its new entry id, or ``None``
+        when it was seen before (a redelivery); a message repeated within the batch is
+        recorded once, the first time."""
         ...
 
     async def update(
@@ -47,8 +43,6 @@ class InboundJournal(Protocol):
         key: ConversationKey | None = None,
         thread_id: str | None = None,
     ) -> None: ...
-
-    async def get(self, entry_id: int) -> JournalEntry | None: ...
 
     async def find(self, channel: str | None, message_id: str) -> list[JournalEntry]:
         """Entries of a platform message id (in any chat); of any channel when ``None``."""
@@ -91,7 +85,7 @@ class ConversationStore(Protocol):
 
 
 class LinkStore(Protocol):
-    async def add(self, destination: Destination, message_id: str, link: MessageLink) -> None: ...
+    """Which conversation a sent message belongs to; written by ``OutboxStore.mark_sent``."""
 
     async def lookup(
         self, channel: str, account_id: str, chat_id: str, message_id: str
@@ -99,14 +93,11 @@ class LinkStore(Protocol):
 
 
 class OutboxStore(Protocol):
-    async def enqueue(self, items: Sequence[OutboxItem]) -> list[int]:
-        """Record deliveries; an item whose idempotency key exists keeps its old row."""
-        ...
-
     async def enqueue_rows(
         self, items: Sequence[OutboxItem], *, finishes: Sequence[int] = ()
     ) -> list[OutboxRow]:
-        """Like ``enqueue``, returning each item's row as it now stands (sent, if it was).
+        """Record deliveries, returning each item's row as it now stands (sent, if it was); an
+        item whose idempotency key exists keeps its old row.
 
         ``finishes``: inbound journal entries these deliveries answer, marked handled in the
         same write (a reply is never recorded without its messages being finished).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from bot.messages import (
@@ -17,7 +18,8 @@ from bot.messages import (
     OutboundText,
     Sender,
 )
-from bot.records import OutboxItem
+from bot.ports import Store
+from bot.records import JournalEntry, MessageLink, OutboxItem
 
 START = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -100,3 +102,43 @@ def item(
         thread_id="th-1",
         correlation_id=correlation_id,
     )
+
+
+async def record(store: Store, message: InboundMessage, correlation_id: str) -> int | None:
+    """Journal one message the way intake does (a batch of one); ``None`` for a redelivery."""
+    (entry_id,) = await store.inbound.record_many([(message, correlation_id)])
+    return entry_id
+
+
+async def journal_entry(
+    store: Store, message_id: str, *, channel: str = "telegram", chat_id: str = "c1"
+) -> JournalEntry | None:
+    """The journal entry of one message in one chat (found the way ``trace`` finds it)."""
+    found = [
+        e for e in await store.inbound.find(channel, message_id) if e.message.chat_id == chat_id
+    ]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+async def enqueue(store: Store, items: Sequence[OutboxItem]) -> list[int]:
+    """Record deliveries the way the outbox does; each item's row id, old or new."""
+    return [row.id for row in await store.outbox.enqueue_rows(items)]
+
+
+async def link_sent(store: Store, target: Destination, message_id: str, link: MessageLink) -> None:
+    """Link a sent message to its conversation the way production does: a delivery of that
+    conversation is recorded, then marked sent with the platform's message id."""
+    delivery = OutboundText(destination=target, text="sent", kind=OutboundKind.FINAL)
+    (row,) = await store.outbox.enqueue_rows(
+        [
+            OutboxItem(
+                idempotency_key=f"link:{message_id}:{link.thread_id}",
+                delivery=delivery,
+                key=link.key,
+                thread_id=link.thread_id,
+                correlation_id="corr-link",
+            )
+        ]
+    )
+    await store.outbox.mark_sent(row.id, (message_id,))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bot.records import InboundStatus, MessageLink
 from store.sqlite import SqliteStore
-from tests.store.support import ManualClock, destination, inbound, key
+from tests.store.support import ManualClock, destination, inbound, key, link_sent, record
 
 
 async def test_bind_creates_once_and_then_returns_the_active_thread(
@@ -100,7 +100,7 @@ async def test_recent_lists_active_conversations_most_recently_used_first(
     clock.advance(1)
     await store.conversations.bind(key("s", channel="slack"), "ts")
     clock.advance(1)
-    entry = await store.inbound.record(inbound("m1"), "corr-1")
+    entry = await record(store, inbound("m1"), "corr-1")
     assert entry is not None
     await store.inbound.update(entry, InboundStatus.RUNNING, thread_id="ta")  # a turn on "ta"
     clock.advance(1)
@@ -118,21 +118,21 @@ async def test_recent_lists_active_conversations_most_recently_used_first(
 
 async def test_links_map_sent_messages_to_their_thread(store: SqliteStore) -> None:
     link = MessageLink(key=key(topic_id="root"), thread_id="t1")
-    await store.links.add(destination(topic_id="root"), "sent-1", link)
+    await link_sent(store, destination(topic_id="root"), "sent-1", link)
     assert await store.links.lookup("telegram", "", "c1", "sent-1") == link
     assert await store.links.lookup("telegram", "", "c2", "sent-1") is None
     assert await store.links.lookup("telegram", "", "c1", "sent-2") is None
 
     plain = MessageLink(key=key(), thread_id="t2")
-    await store.links.add(destination(), "sent-2", plain)
+    await link_sent(store, destination(), "sent-2", plain)
     found = await store.links.lookup("telegram", "", "c1", "sent-2")
     assert found == plain
     assert plain.key.topic_id is None
 
 
 async def test_adding_a_link_twice_keeps_the_latest(store: SqliteStore) -> None:
-    await store.links.add(destination(), "sent-1", MessageLink(key=key(), thread_id="t1"))
-    await store.links.add(destination(), "sent-1", MessageLink(key=key(), thread_id="t2"))
+    await link_sent(store, destination(), "sent-1", MessageLink(key=key(), thread_id="t1"))
+    await link_sent(store, destination(), "sent-1", MessageLink(key=key(), thread_id="t2"))
     found = await store.links.lookup("telegram", "", "c1", "sent-1")
     assert found is not None
     assert found.thread_id == "t2"

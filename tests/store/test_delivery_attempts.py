@@ -9,13 +9,13 @@ import aiosqlite
 from bot.records import ATTEMPT_SENT, DeliveryAttempt, OutboxState
 from store.schema import load_migrations
 from store.sqlite import SqliteStore
-from tests.store.support import START, ManualClock, item
+from tests.store.support import START, ManualClock, enqueue, item
 
 
 async def test_attempts_are_kept_in_order_with_the_store_clock(
     store: SqliteStore, clock: ManualClock
 ) -> None:
-    row_id, other_id = await store.outbox.enqueue([item("k1"), item("k2")])
+    row_id, other_id = await enqueue(store, [item("k1"), item("k2")])
     await store.outbox.record_attempt(row_id, "rate_limited", "429 slow down")
     later = clock.advance(2.5)
     await store.outbox.record_attempt(row_id, ATTEMPT_SENT, "b1 b2")
@@ -27,7 +27,7 @@ async def test_attempts_are_kept_in_order_with_the_store_clock(
 
 
 async def test_reviving_a_dead_row_keeps_its_history(store: SqliteStore) -> None:
-    (row_id,) = await store.outbox.enqueue([item("k1")])
+    (row_id,) = await enqueue(store, [item("k1")])
     await store.outbox.record_attempt(row_id, "forbidden", "blocked")
     await store.outbox.mark_dead(row_id, "forbidden: blocked")
     assert await store.outbox.revive([row_id]) == 1
@@ -39,11 +39,11 @@ async def test_reviving_a_dead_row_keeps_its_history(store: SqliteStore) -> None
 async def test_purging_a_row_takes_its_history_so_a_reused_id_starts_clean(
     store: SqliteStore,
 ) -> None:
-    (row_id,) = await store.outbox.enqueue([item("k1")])
+    (row_id,) = await enqueue(store, [item("k1")])
     await store.outbox.record_attempt(row_id, ATTEMPT_SENT, "b1")
     await store.outbox.mark_sent(row_id, ("b1",))
     assert await store.outbox.purge(OutboxState.SENT) == 1
-    (reused,) = await store.outbox.enqueue([item("k2")])
+    (reused,) = await enqueue(store, [item("k2")])
     assert reused == row_id  # SQLite hands out the freed rowid again
     assert await store.outbox.attempts(reused) == []
 
@@ -59,6 +59,6 @@ async def test_a_schema_1_database_gains_the_table_on_open(
         await raw.execute("PRAGMA user_version = 1")
         await raw.commit()
     async with SqliteStore(db_path, clock=clock) as store:
-        (row_id,) = await store.outbox.enqueue([item("k1")])
+        (row_id,) = await enqueue(store, [item("k1")])
         await store.outbox.record_attempt(row_id, "transient", "502")
         assert [a.detail for a in await store.outbox.attempts(row_id)] == ["502"]

@@ -12,7 +12,7 @@ import pytest
 from bot.errors import StoreError
 from store.schema import latest_version
 from store.sqlite import SqliteStore
-from tests.store.support import START, ManualClock, inbound
+from tests.store.support import START, ManualClock, inbound, journal_entry, record
 
 
 async def _set_user_version(path: Path, version: int) -> None:
@@ -62,9 +62,9 @@ async def test_open_existing_refuses_another_schema_and_leaves_it(
 
 
 async def test_entries_carry_their_duplicates(store: SqliteStore, clock: ManualClock) -> None:
-    entry_id = await store.inbound.record(inbound("m1"), "c")
+    entry_id = await record(store, inbound("m1"), "c")
     assert entry_id is not None
-    entry = await store.inbound.get(entry_id)
+    entry = await journal_entry(store, "m1")
     assert entry is not None
     assert (entry.duplicates, entry.last_duplicate_at) == (0, None)
     await store.inbound.count_duplicate(inbound("m1"))
@@ -76,10 +76,10 @@ async def test_entries_carry_their_duplicates(store: SqliteStore, clock: ManualC
 
 
 async def test_find_without_a_channel_looks_in_every_channel(store: SqliteStore) -> None:
-    await store.inbound.record(inbound("m1"), "c1")
-    await store.inbound.record(inbound("m1", channel="slack"), "c2")
-    await store.inbound.record(inbound("m1", chat_id="c2"), "c3")
-    await store.inbound.record(inbound("m2"), "c4")
+    await record(store, inbound("m1"), "c1")
+    await record(store, inbound("m1", channel="slack"), "c2")
+    await record(store, inbound("m1", chat_id="c2"), "c3")
+    await record(store, inbound("m2"), "c4")
     found = await store.inbound.find(None, "m1")
     assert [entry.correlation_id for entry in found] == ["c1", "c2", "c3"]
     assert [entry.correlation_id for entry in await store.inbound.find("slack", "m1")] == ["c2"]

@@ -20,7 +20,16 @@ from bot.messages import (
 )
 from bot.records import InboundStatus, OutboxState
 from store.sqlite import SqliteStore
-from tests.store.support import ManualClock, destination, inbound, item, key
+from tests.store.support import (
+    ManualClock,
+    destination,
+    enqueue,
+    inbound,
+    item,
+    journal_entry,
+    key,
+    record,
+)
 
 DELIVERIES: list[Delivery] = [
     OutboundText(
@@ -54,7 +63,7 @@ DELIVERIES: list[Delivery] = [
 @pytest.mark.parametrize("delivery", DELIVERIES, ids=lambda d: type(d).__name__)
 async def test_every_delivery_type_round_trips(store: SqliteStore, delivery: Delivery) -> None:
     original = item("k1", delivery, conversation=key(topic_id="root", user_id="u1"))
-    [row_id] = await store.outbox.enqueue([original])
+    [row_id] = await enqueue(store, [original])
     row = await store.outbox.get(row_id)
     assert row is not None
     assert row.item == original
@@ -62,7 +71,7 @@ async def test_every_delivery_type_round_trips(store: SqliteStore, delivery: Del
 
 
 async def test_a_new_row_is_pending_and_due_now(store: SqliteStore, clock: ManualClock) -> None:
-    [row_id] = await store.outbox.enqueue([item("k1")])
+    [row_id] = await enqueue(store, [item("k1")])
     row = await store.outbox.get(row_id)
     assert row is not None
     assert row.state is OutboxState.PENDING
@@ -75,11 +84,11 @@ async def test_a_new_row_is_pending_and_due_now(store: SqliteStore, clock: Manua
 
 
 async def test_enqueue_is_idempotent_per_key(store: SqliteStore) -> None:
-    first = await store.outbox.enqueue([item("k1"), item("k2")])
-    again = await store.outbox.enqueue([item("k2"), item("k3"), item("k1")])
+    first = await enqueue(store, [item("k1"), item("k2")])
+    again = await enqueue(store, [item("k2"), item("k3"), item("k1")])
     assert again == [first[1], again[1], first[0]]
     assert len(set(first + again)) == 3
-    twice_in_one_batch = await store.outbox.enqueue([item("k4"), item("k4")])
+    twice_in_one_batch = await enqueue(store, [item("k4"), item("k4")])
     assert twice_in_one_batch[0] == twice_in_one_batch[1]
     assert (await store.outbox.counts())[OutboxState.PENDING] == 4
 
@@ -87,7 +96,7 @@ async def test_enqueue_is_idempotent_per_key(store: SqliteStore) -> None:
 async def test_due_returns_pending_rows_whose_time_has_come_in_order(
     store: SqliteStore, clock: ManualClock
 ) -> None:
-    ids = await store.outbox.enqueue([item(f"k{n}") for n in range(5)])
+    ids = await enqueue(store, [item(f"k{n}") for n in range(5)])
     now = clock.advance(1)
     later = now + timedelta(seconds=30)
     await store.outbox.mark_retry(ids[1], "429", later)
@@ -108,7 +117,7 @@ async def test_next_due_at_is_the_earliest_pending_attempt(
 ) -> None:
     assert await store.outbox.next_due_at() is None
     start = clock.now
-    a, b = await store.outbox.enqueue([item("a"), item("b")])
+    a, b = await enqueue(store, [item("a"), item("b")])
     assert await store.outbox.next_due_at() == start
     await store.outbox.mark_retry(a, "x", clock.advance(20))
     await store.outbox.mark_sent(b, ("s",))
@@ -118,7 +127,7 @@ async def test_next_due_at_is_the_earliest_pending_attempt(
 async def test_retry_sent_and_dead_record_each_attempt(
     store: SqliteStore, clock: ManualClock
 ) -> None:
-    a, b = await store.outbox.enqueue([item("a"), item("b")])
+    a, b = await enqueue(store, [item("a"), item("b")])
     await store.outbox.mark_retry(a, "timeout", clock.advance(1))
     await store.outbox.mark_retry(a, "429", clock.advance(2))
     await store.outbox.mark_sent(a, ("s1", "s2"))
@@ -142,7 +151,7 @@ async def test_retry_sent_and_dead_record_each_attempt(
 async def test_revive_moves_dead_rows_back_to_pending_due_now(
     store: SqliteStore, clock: ManualClock
 ) -> None:
-    a, b, c = await store.outbox.enqueue([item("a"), item("b"), item("c")])
+    a, b, c = await enqueue(store, [item("a"), item("b"), item("c")])
     for row_id in (a, b):
         await store.outbox.mark_retry(row_id, "500", clock.advance(100))
         await store.outbox.mark_dead(row_id, "500")
@@ -162,7 +171,7 @@ async def test_revive_moves_dead_rows_back_to_pending_due_now(
 
 async def test_counts_listing_and_purge(store: SqliteStore) -> None:
     assert await store.outbox.counts() == dict.fromkeys(OutboxState, 0)
-    ids = await store.outbox.enqueue([item(f"k{n}") for n in range(5)])
+    ids = await enqueue(store, [item(f"k{n}") for n in range(5)])
     await store.outbox.mark_sent(ids[0], ("s",))
     await store.outbox.mark_dead(ids[1], "x")
     await store.outbox.mark_dead(ids[2], "y")
@@ -181,10 +190,8 @@ async def test_counts_listing_and_purge(store: SqliteStore) -> None:
 
 
 async def test_for_correlation_lists_a_turns_deliveries_in_order(store: SqliteStore) -> None:
-    ids = await store.outbox.enqueue(
-        [item("a", correlation_id="c1"), item("b", correlation_id="c2")]
-    )
-    more = await store.outbox.enqueue([item("c", correlation_id="c1")])
+    ids = await enqueue(store, [item("a", correlation_id="c1"), item("b", correlation_id="c2")])
+    more = await enqueue(store, [item("c", correlation_id="c1")])
     rows = await store.outbox.for_correlation("c1")
     assert [r.id for r in rows] == [ids[0], more[0]]
     assert await store.outbox.for_correlation("none") == []
@@ -194,7 +201,7 @@ async def test_pending_rows_are_resumed_after_the_store_is_reopened(
     db_path: Path, clock: ManualClock
 ) -> None:
     async with SqliteStore(db_path, clock=clock) as store:
-        ids = await store.outbox.enqueue([item(f"k{n}", DELIVERIES[n]) for n in range(4)])
+        ids = await enqueue(store, [item(f"k{n}", DELIVERIES[n]) for n in range(4)])
         await store.outbox.mark_sent(ids[0], ("s",))
         await store.outbox.mark_retry(ids[1], "timeout", clock.advance(10))
     clock.advance(10)
@@ -205,17 +212,17 @@ async def test_pending_rows_are_resumed_after_the_store_is_reopened(
         assert due[0].attempts == 1
         assert due[0].last_error == "timeout"
         # the idempotency keys are durable too
-        assert await store.outbox.enqueue([item("k0"), item("k3")]) == [ids[0], ids[3]]
+        assert await enqueue(store, [item("k0"), item("k3")]) == [ids[0], ids[3]]
 
 
 async def test_recording_a_reply_finishes_the_messages_it_answers(store: SqliteStore) -> None:
-    first = await store.inbound.record(inbound("m1"), "corr-1")
-    second = await store.inbound.record(inbound("m2"), "corr-2")
+    first = await record(store, inbound("m1"), "corr-1")
+    second = await record(store, inbound("m2"), "corr-2")
     assert first is not None
     assert second is not None
     await store.outbox.enqueue_rows([item("reply")], finishes=[first, second])
-    for entry_id in (first, second):
-        entry = await store.inbound.get(entry_id)
+    for message_id in ("m1", "m2"):
+        entry = await journal_entry(store, message_id)
         assert entry is not None
         assert entry.status is InboundStatus.HANDLED
     assert await store.inbound.unfinished() == []
@@ -227,15 +234,15 @@ async def test_a_reply_recorded_before_still_finishes_a_resumed_turns_messages(
     """The reply row exists from before a restart (same idempotency key), so no insert runs;
     the messages are finished anyway, in one transaction for a multi-part reply."""
     await store.outbox.enqueue_rows([item("part-1"), item("part-2")])
-    entry = await store.inbound.record(inbound("m1"), "corr-1")
+    entry = await record(store, inbound("m1"), "corr-1")
     assert entry is not None
     await store.outbox.enqueue_rows([item("part-1"), item("part-2")], finishes=[entry])
-    found = await store.inbound.get(entry)
+    found = await journal_entry(store, "m1")
     assert found is not None
     assert found.status is InboundStatus.HANDLED
-    single = await store.inbound.record(inbound("m2"), "corr-2")
+    single = await record(store, inbound("m2"), "corr-2")
     assert single is not None
     await store.outbox.enqueue_rows([item("part-1")], finishes=[single])
-    found = await store.inbound.get(single)
+    found = await journal_entry(store, "m2")
     assert found is not None
     assert found.status is InboundStatus.HANDLED

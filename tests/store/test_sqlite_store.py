@@ -13,7 +13,7 @@ from bot.errors import StoreError
 from bot.records import InboundStatus, OutboxState, PairingRequest
 from store.schema import latest_version, load_migrations, split_statements
 from store.sqlite import SqliteStore
-from tests.store.support import ManualClock, inbound, item, key
+from tests.store.support import ManualClock, enqueue, inbound, item, journal_entry, key, record
 
 TABLES = {
     "inbound",
@@ -194,8 +194,8 @@ async def test_a_second_store_reads_and_writes_while_the_first_writes(
 
         async def daemon_work() -> None:
             for n in range(30):
-                await daemon.outbox.enqueue([item(f"d{n}")])
-                await daemon.inbound.record(inbound(f"m{n}"), f"corr-{n}")
+                await enqueue(daemon, [item(f"d{n}")])
+                await record(daemon, inbound(f"m{n}"), f"corr-{n}")
 
         async def cli_work() -> list[int]:
             seen: list[int] = []
@@ -250,7 +250,7 @@ async def test_cancelling_a_write_leaves_all_or_nothing_and_a_usable_store(
 ) -> None:
     """A transaction cancelled at any point is rolled back, and the next one still works."""
     batch = [item(f"k{n}") for n in range(20)]
-    task = asyncio.create_task(store.outbox.enqueue(batch))
+    task = asyncio.create_task(enqueue(store, batch))
     for _ in range(yields):
         await asyncio.sleep(0)  # pick a cancellation point; nothing is waited for
     task.cancel()
@@ -258,7 +258,7 @@ async def test_cancelling_a_write_leaves_all_or_nothing_and_a_usable_store(
         await task
     pending = (await store.outbox.counts())[OutboxState.PENDING]
     assert pending in (0, 20)
-    assert len(await store.outbox.enqueue([*batch, item("after")])) == 21
+    assert len(await enqueue(store, [*batch, item("after")])) == 21
     assert (await store.outbox.counts())[OutboxState.PENDING] == 21
 
 
@@ -288,7 +288,7 @@ async def test_a_statement_issued_during_a_failing_transaction_is_not_rolled_bac
 async def test_concurrent_statements_each_learn_their_own_outcome(store: SqliteStore) -> None:
     copies = [inbound(f"m{n % 10}") for n in range(30)]  # every message three times
     ids = await asyncio.gather(
-        *(store.inbound.record(message, f"corr-{n}") for n, message in enumerate(copies))
+        *(record(store, message, f"corr-{n}") for n, message in enumerate(copies))
     )
     recorded = [entry_id for entry_id in ids if entry_id is not None]
     assert len(recorded) == len(set(recorded)) == 10
@@ -301,23 +301,25 @@ async def test_concurrent_statements_each_learn_their_own_outcome(store: SqliteS
 async def test_marks_made_together_are_written_together_and_each_caller_waits_for_its_own(
     store: SqliteStore,
 ) -> None:
-    ids = [await store.inbound.record(inbound(f"m{n}"), f"corr-{n}") for n in range(5)]
-    entries = [entry_id for entry_id in ids if entry_id is not None]
+    ids = [await record(store, inbound(f"m{n}"), f"corr-{n}") for n in range(5)]
+    entries = {f"m{n}": entry_id for n, entry_id in enumerate(ids) if entry_id is not None}
 
-    async def mark(entry_id: int) -> InboundStatus:
+    async def mark(message_id: str, entry_id: int) -> InboundStatus:
         await store.inbound.update(entry_id, InboundStatus.HANDLED, reason=f"r{entry_id}")
-        found = await store.inbound.get(entry_id)  # written by the time update returns
+        found = await journal_entry(store, message_id)  # written by the time update returns
         assert found is not None
         return found.status
 
     assert (
-        await asyncio.gather(*(mark(entry_id) for entry_id in entries))
+        await asyncio.gather(
+            *(mark(message_id, entry_id) for message_id, entry_id in entries.items())
+        )
         == [InboundStatus.HANDLED] * 5
     )
 
 
 async def test_a_cancelled_caller_does_not_take_the_batch_with_it(store: SqliteStore) -> None:
-    ids = [await store.inbound.record(inbound(f"m{n}"), f"corr-{n}") for n in range(3)]
+    ids = [await record(store, inbound(f"m{n}"), f"corr-{n}") for n in range(3)]
     first, second, third = (entry_id for entry_id in ids if entry_id is not None)
     tasks = [
         asyncio.create_task(store.inbound.update(entry_id, InboundStatus.FAILED))
@@ -328,7 +330,7 @@ async def test_a_cancelled_caller_does_not_take_the_batch_with_it(store: SqliteS
     results = await asyncio.gather(*tasks, return_exceptions=True)
     assert isinstance(results[0], asyncio.CancelledError)
     assert results[1:] == [None, None]
-    for entry_id in (first, second, third):  # the cancelled caller's row was written too
-        found = await store.inbound.get(entry_id)
+    for message_id in ("m0", "m1", "m2"):  # the cancelled caller's row was written too
+        found = await journal_entry(store, message_id)
         assert found is not None
         assert found.status is InboundStatus.FAILED

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.delivery.chunking import fits_in_chunks, measure, split_markdown
+from bot.delivery.chunking import measure, split_markdown
 from bot.ports import TextUnit
 
 FENCE_LINE = re.compile(r"[ \t]*(`{3,}|~{3,}).*")
@@ -192,13 +192,6 @@ def test_ten_thousand_characters_with_emoji_and_fences() -> None:
     for unit, limit in ((TextUnit.UTF16, 4096), (TextUnit.UTF8_BYTES, 1000), (TextUnit.CHARS, 300)):
         chunks = split_markdown(text, limit, unit)
         check_chunks(text, chunks, limit, unit)
-
-
-def test_fits_in_chunks() -> None:
-    text = "\n\n".join(["word " * 10] * 10)
-    assert fits_in_chunks(text, 4096, TextUnit.UTF16, 1)
-    assert not fits_in_chunks(text, 60, TextUnit.UTF16, 5)
-    assert fits_in_chunks(text, 60, TextUnit.UTF16, 10)
 
 
 def test_crlf_is_normalised() -> None:

@@ -20,6 +20,7 @@ from store.sqlite import SqliteStore
 from tests.bot.harness import make_settings, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel, dm, group
+from tests.store.support import record
 
 
 @pytest.mark.parametrize(
@@ -92,7 +93,7 @@ async def _journal_running_turn(state_dir: Path, text: str) -> None:
     """Leave the store as a crash in the middle of a turn would: journaled, running."""
     async with SqliteStore.from_state_dir(state_dir) as store:
         message = dm(text, message_id="1")
-        entry_id = await store.inbound.record(message, "corr1")
+        entry_id = await record(store, message, "corr1")
         assert entry_id is not None
         key = ConversationKey(channel="fake", chat_id="dm-alice")
         await store.inbound.update(entry_id, InboundStatus.RUNNING, reason="turn corr1", key=key)
