@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from bot.messages import ConversationKey, Delivery, OutboundFile, OutboundText, TextEdit
-from bot.records import Conversation, DeliveryAttempt, OutboxRow, PairingRequest
+from bot.records import (
+    AuditEntry,
+    Conversation,
+    DeliveryAttempt,
+    OutboxRow,
+    PairingRequest,
+    UserAccess,
+)
 
 NONE = "-"
 
@@ -183,4 +190,37 @@ def pairing_json(request: PairingRequest) -> JsonObject:
         "chat_id": request.chat_id,
         "created_at": iso(request.created_at),
         "expires_at": iso(request.expires_at),
+    }
+
+
+USER_HEADERS = ("CHANNEL", "USER", "STATUS", "BY", "CHANGED")
+
+
+def user_cells(user: UserAccess) -> list[str]:
+    return [user.channel, user.user_id, user.status, user.changed_by, when(user.changed_at)]
+
+
+def user_json(user: UserAccess) -> JsonObject:
+    return {
+        "channel": user.channel,
+        "user_id": user.user_id,
+        "status": user.status.value,
+        "changed_by": user.changed_by,
+        "changed_at": iso(user.changed_at),
+    }
+
+
+AUDIT_HEADERS = ("AT", "ACTOR", "ACTION", "DETAIL")
+
+
+def audit_cells(entry: AuditEntry) -> list[str]:
+    return [when(entry.at), entry.actor, entry.action, entry.detail or NONE]
+
+
+def audit_json(entry: AuditEntry) -> JsonObject:
+    return {
+        "at": iso(entry.at),
+        "actor": entry.actor,
+        "action": entry.action,
+        "detail": entry.detail,
     }

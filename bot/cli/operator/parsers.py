@@ -1,9 +1,9 @@
-"""``status``, ``conversations``, ``outbox``, ``pairing`` and ``trace``: the operator's view of
-the store (SPEC §13), safe while the daemon runs (see ``operator_common``).
+"""``status``, ``conversations``, ``trace``, ``users``, ``audit``, ``outbox`` and ``pairing``:
+the operator's view of the store (SPEC §13), safe while the daemon runs (see ``runner``).
 
 Every subcommand takes ``-c/--config`` (for ``state_dir`` and ``http``) and ``--json``. Exit
 status 0 means yes / done, 1 means no: not ready, nothing found, nothing to open. This module
-only declares the parsers; the handlers live in ``operator_views`` and ``operator_actions``.
+only declares the parsers; the handlers live in ``views`` and ``actions``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ def add_commands(commands: Subcommands) -> None:
     trace = add_leaf(commands, "trace", "the whole path of one inbound message", f"{VIEWS}:trace")
     trace.add_argument("message_id", metavar="MESSAGE_ID", help="the platform's message id")
     trace.add_argument("--channel", help="only this channel")
+    users = add_leaf(commands, "users", "users allowed or denied access", f"{VIEWS}:users")
+    users.add_argument("--channel", help="only this channel")
+    audit = add_leaf(commands, "audit", "the latest admin actions", f"{VIEWS}:audit")
+    audit.add_argument("--limit", type=positive, default=50, help="at most N (50)")
     _add_outbox(commands)
     _add_pairing(commands)
 

@@ -1,4 +1,5 @@
-"""``status``, ``conversations`` and ``trace``: what the daemon and its store say (SPEC §13)."""
+"""``status``, ``conversations``, ``trace``, ``users`` and ``audit``: what the daemon and its
+store say (SPEC §13)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,18 @@ import argparse
 from dataclasses import dataclass
 
 from bot.cli.operator.output import (
+    AUDIT_HEADERS,
     CONVERSATION_HEADERS,
+    USER_HEADERS,
     JsonObject,
+    audit_cells,
+    audit_json,
     conversation_cells,
     conversation_json,
     print_json,
     table,
+    user_cells,
+    user_json,
 )
 from bot.cli.operator.readyz import Readiness, fetch_readiness, readiness_json
 from bot.cli.operator.runner import EXIT_FAILED, opened_store
@@ -140,4 +147,33 @@ async def trace(args: argparse.Namespace, settings: Settings) -> int:
         print_json({"message_id": args.message_id, "entries": [trace_json(t) for t in traces]})
     else:
         print("\n\n".join(trace_text(trace) for trace in traces))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- users and audit
+
+
+async def users(args: argparse.Namespace, settings: Settings) -> int:
+    """Users an admin or the operator let in or blocked (``/allow``, ``/deny``, approvals)."""
+    async with opened_store(settings) as store:
+        found = await store.access.users(args.channel)
+    if args.json:
+        print_json([user_json(user) for user in found])
+    elif not found:
+        print("no users allowed or denied yet")
+    else:
+        print(table(USER_HEADERS, [user_cells(user) for user in found]))
+    return EXIT_OK
+
+
+async def audit(args: argparse.Namespace, settings: Settings) -> int:
+    """The latest admin actions, newest first: who did what, from chat or from this CLI."""
+    async with opened_store(settings) as store:
+        entries = await store.audit.recent(args.limit)
+    if args.json:
+        print_json([audit_json(entry) for entry in entries])
+    elif not entries:
+        print("no admin actions recorded")
+    else:
+        print(table(AUDIT_HEADERS, [audit_cells(entry) for entry in entries]))
     return EXIT_OK

@@ -240,6 +240,47 @@ def test_pairing_list_approve_and_deny(config: Path, monkeypatch: pytest.MonkeyP
     assert (f"cli:{OPERATOR}", "pairing deny") in audit
 
 
+def test_users_lists_who_was_let_in(config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("USER", OPERATOR)
+    (code,) = [r["code"] for r in _run("pairing", "list", "-c", config, "--json").json()
+               if r["user_id"] == "carol"]  # fmt: skip
+    assert _run("pairing", "approve", code, "-c", config).status == 0
+    listed = _run("users", "-c", config, "--json")
+    assert listed.status == 0, listed.err
+    by_user = {u["user_id"]: (u["status"], u["changed_by"]) for u in listed.json()}
+    assert by_user == {
+        "alice": ("approved", "test"),
+        "bob": ("approved", "test"),
+        "carol": ("approved", f"cli:{OPERATOR}"),
+    }
+    header, *rows = _run("users", "-c", config).out.splitlines()
+    assert header.split() == ["CHANNEL", "USER", "STATUS", "BY", "CHANGED"]
+    assert [row.split()[1] for row in rows] == ["alice", "bob", "carol"]
+    assert _run("users", "--channel", "slack", "-c", config).out.strip() == (
+        "no users allowed or denied yet"
+    )
+
+
+def test_audit_lists_the_latest_admin_actions_first(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _run("audit", "-c", config).out.strip() == "no admin actions recorded"
+    monkeypatch.setenv("USER", OPERATOR)
+    for code in [r["code"] for r in _run("pairing", "list", "-c", config, "--json").json()]:
+        assert _run("pairing", "deny", code, "-c", config).status == 0
+    assert _run("outbox", "retry", "-c", config).status == 0
+    entries = _run("audit", "-c", config, "--json").json()
+    assert [(e["actor"], e["action"]) for e in entries] == [
+        (f"cli:{OPERATOR}", "outbox retry"),
+        (f"cli:{OPERATOR}", "pairing deny"),
+        (f"cli:{OPERATOR}", "pairing deny"),
+    ]
+    assert len(_run("audit", "--limit", "1", "-c", config, "--json").json()) == 1
+    header, *rows = _run("audit", "-c", config).out.splitlines()
+    assert header.split() == ["AT", "ACTOR", "ACTION", "DETAIL"]
+    assert len(rows) == 3
+
+
 # --------------------------------------------------------------------------- conversations
 
 
