@@ -43,7 +43,7 @@ from bot.messages import (
 from channels.telegram.errors import MessageGone, NotModified, sdk_errors
 from channels.telegram.inbound import forum_thread_of
 from channels.telegram.ratelimit import GroupWindow
-from channels.telegram.render import Rendered, render_edit, render_messages
+from channels.telegram.render import Rendered, render
 
 logger = logging.getLogger(__name__)
 
@@ -67,17 +67,11 @@ class Outbound:
 
     async def send_text(self, message: OutboundText) -> SentRef:
         dest = message.destination
-        bodies = render_messages(message.text, message.render)
-        ids: list[str] = []
-        for index, body in enumerate(bodies):
-            last = index == len(bodies) - 1
-            sent = await self._send_body(
-                dest, body, message.kind,
-                reply_to=message.reply_to if index == 0 else None,
-                markup=_keyboard(message.buttons) if last else None,
-            )  # fmt: skip
-            ids.append(str(sent.message_id))
-        return SentRef(message_ids=tuple(ids))
+        body = render(message.text, message.render)
+        sent = await self._send_body(
+            dest, body, message.kind, reply_to=message.reply_to, markup=_keyboard(message.buttons)
+        )
+        return SentRef(message_ids=(str(sent.message_id),))
 
     async def _send_body(
         self,
@@ -103,7 +97,7 @@ class Outbound:
         return sent
 
     async def edit_text(self, edit: TextEdit) -> None:
-        body = render_edit(edit.text, edit.render)
+        body = render(edit.text, edit.render)
         try:
             with sdk_errors(self._secret):
                 await self._bot.edit_message_text(

@@ -12,9 +12,11 @@ Two adjustments to the converter's defaults:
   it is escaped first so it shows literally.
 - Headings are bold without the converter's emoji prefixes, and bullets are "•".
 
-The kernel splits in UTF-16 units at 4096 before rendering. Rendering rarely lengthens text
-(entities replace the Markdown markers), but when a rendered chunk does exceed the limit, a
-send is split again at newlines by ``split_entities`` and an edit falls back to plain text.
+Text is split once, by the kernel, in UTF-16 units at 4096 before rendering (one outbox row is
+one Telegram message, so a retry never resends half of it). Rendering rarely lengthens text
+(entities replace the Markdown markers; a rule ``---`` becomes a line of dashes); a chunk whose
+rendering outgrows the limit goes out as plain text, exactly as written, instead of being split
+a second time.
 """
 
 from __future__ import annotations
@@ -26,9 +28,7 @@ import telegramify_markdown as tgm
 from telegram import MessageEntity
 from telegramify_markdown.converter import STANDARD_OPTIONS
 
-from bot.delivery.chunking import measure, split_markdown
 from bot.messages import RenderMode
-from bot.ports import TextUnit
 
 TEXT_LIMIT = 4096
 
@@ -53,25 +53,15 @@ class Rendered:
     entities: tuple[MessageEntity, ...] = ()
 
 
-def render_messages(text: str, mode: RenderMode, limit: int = TEXT_LIMIT) -> tuple[Rendered, ...]:
-    """The message bodies for one chunk; more than one only when rendering outgrew ``limit``."""
-    if mode is RenderMode.RICH:
-        rich = _rich(text)
-        if rich is not None:
-            body, entities = rich
-            pieces = tgm.split_entities(body, entities, limit)
-            if pieces:
-                return tuple(Rendered(text=t, entities=_ptb(e)) for t, e in pieces)
-    return tuple(Rendered(text=piece) for piece in _plain_pieces(text, limit))
-
-
-def render_edit(text: str, mode: RenderMode, limit: int = TEXT_LIMIT) -> Rendered:
-    """One message body for an edit, which cannot become two messages."""
+def render(text: str, mode: RenderMode, limit: int = TEXT_LIMIT) -> Rendered:
+    """The body of one message (a send or an edit) for one chunk of the kernel's split."""
+    if not text.strip():
+        return Rendered(text="…")  # Telegram refuses empty text
     if mode is RenderMode.RICH:
         rich = _rich(text)
         if rich is not None and tgm.utf16_len(rich[0]) <= limit:
             return Rendered(text=rich[0], entities=_ptb(rich[1]))
-    return Rendered(text=_plain_pieces(text, limit)[0])
+    return Rendered(text=text)
 
 
 def _rich(text: str) -> tuple[str, list[tgm.MessageEntity]] | None:
@@ -79,14 +69,6 @@ def _rich(text: str) -> tuple[str, list[tgm.MessageEntity]] | None:
     if not body.strip():
         return None  # nothing visible left (an HTML comment, an empty image): send as written
     return body, entities
-
-
-def _plain_pieces(text: str, limit: int) -> tuple[str, ...]:
-    if not text.strip():
-        return ("…",)  # Telegram refuses empty text
-    if measure(text, TextUnit.UTF16) <= limit:
-        return (text,)
-    return split_markdown(text, limit, TextUnit.UTF16)
 
 
 def _ptb(entities: list[tgm.MessageEntity]) -> tuple[MessageEntity, ...]:

@@ -11,7 +11,7 @@ from bot.ports import TextUnit
 from channels.telegram import TELEGRAM_CAPABILITIES
 from channels.telegram.errors import MessageGone, NotModified, translate
 from channels.telegram.ratelimit import GroupWindow
-from channels.telegram.render import render_edit, render_messages
+from channels.telegram.render import render
 
 
 def _utf16(text: str) -> int:
@@ -20,7 +20,7 @@ def _utf16(text: str) -> int:
 
 def test_reserved_characters_need_no_escaping_with_entities() -> None:
     source = "Price: *1.5* x 2 = 3! (approx) [not a link] a_b `x_y` #tag {ok} |pipe| ~tilde."
-    (body,) = render_messages(source, RenderMode.RICH)
+    body = render(source, RenderMode.RICH)
     assert body.text == "Price: 1.5 x 2 = 3! (approx) [not a link] a_b x_y #tag {ok} |pipe| ~tilde."
     assert [(e.type, body.text[e.offset : e.offset + e.length]) for e in body.entities] == [
         ("italic", "1.5"),
@@ -29,38 +29,35 @@ def test_reserved_characters_need_no_escaping_with_entities() -> None:
 
 
 def test_raw_html_in_prose_stays_visible() -> None:
-    (body,) = render_messages("Use Vec<T> inside <details> & friends", RenderMode.RICH)
+    body = render("Use Vec<T> inside <details> & friends", RenderMode.RICH)
     assert body.text == "Use Vec<T> inside <details> & friends"
 
 
 def test_code_fences_become_pre_entities_with_their_language() -> None:
-    (body,) = render_messages("Run:\n\n```python\nprint('hi')\n```\n", RenderMode.RICH)
+    body = render("Run:\n\n```python\nprint('hi')\n```\n", RenderMode.RICH)
     (pre,) = body.entities
     assert (pre.type, pre.language) == ("pre", "python")
     assert body.text[pre.offset : pre.offset + pre.length].startswith("print('hi')")
 
 
 def test_plain_mode_sends_the_text_as_written() -> None:
-    (body,) = render_messages("**not bold** <b>", RenderMode.PLAIN)
+    body = render("**not bold** <b>", RenderMode.PLAIN)
     assert body.text == "**not bold** <b>"
     assert body.entities == ()
 
 
-def test_rendering_that_outgrows_the_limit_is_split_for_sends_and_plain_for_edits() -> None:
-    source = "\n".join(f"# Heading {i}\n- item 😀 {i}" for i in range(300))
-    bodies = render_messages(source, RenderMode.RICH, limit=1000)
-    assert len(bodies) > 1
-    assert all(_utf16(b.text) <= 1000 for b in bodies)
-    for body in bodies:
-        assert all(e.offset + e.length <= _utf16(body.text) for e in body.entities)
-    edit = render_edit("**" + "x" * 999 + "**", RenderMode.RICH, limit=1000)
-    assert _utf16(edit.text) == 999
-    too_long = render_edit("• " * 600, RenderMode.RICH, limit=1000)
-    assert _utf16(too_long.text) <= 1000
+def test_a_rendering_that_outgrows_the_limit_goes_out_plain_and_is_not_split_again() -> None:
+    source = "\n\n".join(["---"] * 200)  # each rule renders as eight dashes
+    assert _utf16(source) <= 1000
+    body = render(source, RenderMode.RICH, limit=1000)
+    assert (body.text, body.entities) == (source, ())
+    shrinking = render("**" + "x" * 999 + "**", RenderMode.RICH, limit=1000)
+    assert _utf16(shrinking.text) == 999
+    assert shrinking.entities
 
 
 def test_empty_rendering_falls_back_to_the_source() -> None:
-    (body,) = render_messages("<!-- nothing visible -->", RenderMode.RICH)
+    body = render("<!-- nothing visible -->", RenderMode.RICH)
     assert body.text == "<!-- nothing visible -->"
 
 
