@@ -1,0 +1,173 @@
+"""The import graph keeps the layout's promises (docs/design.md §1).
+
+Read from the source with ``ast`` (nothing is imported), counting imports under
+``if TYPE_CHECKING:`` too: a cycle that exists only for type hints is still a cycle a reader
+has to untangle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("bot", "channels", "agent", "store")
+EDGES = ("channels", "agent", "store")
+
+EDGE_MAY_IMPORT = (
+    "bot.ports",
+    "bot.messages",
+    "bot.errors",
+    "bot.records",
+    "bot.config.settings",
+    "bot.delivery.chunking",
+    "bot.workspace",
+    "bot.lifecycle",
+    "bot.backoff",
+)
+"""What the kernel offers the edges: the ports and the values crossing them, the settings they
+are built from, and the few helpers written for adapters and backends."""
+
+KERNEL_LAYERS = {"delivery": 1, "pipeline": 2, "commands": 2, "ops": 3, "app": 4, "kernel": 4}
+KERNEL_LAYERS |= {"cli": 5, "__main__": 6}
+"""Inside ``bot/`` imports run one way: ops → pipeline → delivery → the root types. Commands sit
+beside the pipeline (the router runs them; they act on lanes and sessions). The composition
+root (``app``, ``kernel``) wires all of those, and the command line starts it."""
+MAX_TOP_LEVEL_MODULES = 15
+
+
+@cache
+def modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+            found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def _resolve(target: str) -> str | None:
+    known = modules()
+    while target and target not in known:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def _targets(module: str, path: Path) -> Iterator[str]:
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+@cache
+def graph() -> dict[str, frozenset[str]]:
+    edges: dict[str, frozenset[str]] = {}
+    for module, path in modules().items():
+        resolved = {_resolve(target) for target in _targets(module, path)}
+        edges[module] = frozenset(t for t in resolved if t is not None and t != module)
+    return edges
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return KERNEL_LAYERS.get(parts[1], 0) if len(parts) > 1 else 0
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    edges = graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_a_module_that_imports_it_back() -> None:
+    assert _cycles() == []
+
+
+def test_the_kernel_never_imports_an_edge() -> None:
+    wrong = {
+        (module, target)
+        for module, targets in graph().items()
+        if module.startswith("bot")
+        for target in targets
+        if target.split(".")[0] in EDGES
+    }
+    assert wrong == set()
+
+
+def test_edges_import_only_what_the_kernel_offers_them_and_never_each_other() -> None:
+    wrong = set()
+    for module, targets in graph().items():
+        top = module.split(".")[0]
+        if top not in EDGES:
+            continue
+        for target in targets:
+            other = target.split(".")[0]
+            if (other == "bot" and not target.startswith(EDGE_MAY_IMPORT)) or (
+                other in EDGES and other != top
+            ):
+                wrong.add((module, target))
+    assert wrong == set()
+
+
+def test_kernel_imports_run_one_way() -> None:
+    wrong = {
+        (module, target)
+        for module, targets in graph().items()
+        if module.startswith("bot")
+        for target in targets
+        if _layer(target) > _layer(module)
+    }
+    assert wrong == set()
+
+
+def test_the_kernel_top_level_stays_small() -> None:
+    top_level = sorted(path.name for path in (REPO / "bot").glob("*.py"))
+    assert len(top_level) <= MAX_TOP_LEVEL_MODULES, top_level
+
+
+def test_the_checks_see_the_graph() -> None:
+    """Guards the guard: a parsing slip would make every check above pass vacuously."""
+    edges = graph()
+    assert "bot.pipeline.router" in edges["bot.kernel"]
+    assert "bot.ports" in edges["channels.telegram.adapter"]
+    assert _layer("bot.ops.http") > _layer("bot.pipeline.router") > _layer("bot.delivery.outbox")
