@@ -54,6 +54,11 @@ class HealthReporter:
     def activity(self) -> None:
         self.last_activity = self._clock()
 
+    def failed(self, reason: str) -> None:
+        self._hub.set_state(self._name, ChannelState.RECONNECTING, reason)
+        for listener in self._hub.restart_listeners:
+            listener(self._name, reason)
+
 
 class ChannelHub:
     def __init__(self, settings: SettingsStore) -> None:
@@ -65,6 +70,9 @@ class ChannelHub:
         self._reporters: dict[str, HealthReporter] = {}
         self.listeners: list[StateListener] = []
         """Called on every state change as ``(channel, previous, new)``."""
+        self.restart_listeners: list[Callable[[str, str], None]] = []
+        """Called as ``(channel, reason)`` when an adapter reports a connection it cannot
+        recover (``ChannelHealth.failed``); the channel's supervisor restarts it."""
 
     def add(self, channel: Channel) -> None:
         self._channels[channel.name] = channel

@@ -130,11 +130,17 @@ class ChannelSupervisor:
         self.parked = asyncio.Event()
         """Set while the channel waits parked (refused credentials or an exhausted budget)."""
         self._hub.listeners.append(self._on_state)
+        self._hub.restart_listeners.append(self._on_failed)
 
     def _on_state(self, name: str, _previous: ChannelState | None, state: ChannelState) -> None:
         """An adapter reporting lost credentials wakes the watcher, which parks the channel."""
         if name == self.name and state is ChannelState.PARKED and not self.parked.is_set():
             self._wake.set()
+
+    def _on_failed(self, name: str, reason: str) -> None:
+        if name == self.name:
+            logger.warning("channel %s reported a dead connection (%s); restarting", name, reason)
+            self.restart()
 
     def wake(self) -> None:
         """Re-probe a parked or backing-off channel now (``/reload``, SIGHUP)."""

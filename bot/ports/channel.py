@@ -39,7 +39,12 @@ class Admission(StrEnum):
 
 class Publish(Protocol):
     """The kernel's intake as adapters see it: call it with one message, or hand it a
-    platform batch with ``many``."""
+    platform batch with ``many``.
+
+    Loop-only: await it on the daemon's event loop. An adapter whose SDK calls back on a
+    thread of its own goes through ``channels.thread_bridge.ThreadBridge.publish``, which
+    blocks that thread until the message is journaled, so the SDK acks only what was recorded.
+    """
 
     async def __call__(self, message: InboundMessage) -> Admission: ...
 
@@ -62,7 +67,11 @@ class WebhookRoutes(Protocol):
 
 
 class ChannelHealth(Protocol):
-    """How a running adapter reports its connection (SPEC §12); feeds ``/readyz``."""
+    """How a running adapter reports its connection (SPEC §12); feeds ``/readyz``.
+
+    Loop-only: call it on the daemon's event loop. An SDK that runs on a thread of its own
+    reports through ``channels.thread_bridge.ThreadBridge``, which marshals onto the loop.
+    """
 
     def connected(self) -> None: ...
 
@@ -76,6 +85,11 @@ class ChannelHealth(Protocol):
 
     def activity(self) -> None:
         """Anything arrived from the platform (an event, a ping): the link is alive."""
+        ...
+
+    def failed(self, reason: str) -> None:
+        """The connection died where it cannot recover by itself (inside an SDK that stopped
+        reconnecting): the supervisor closes the channel and starts a fresh instance."""
         ...
 
 

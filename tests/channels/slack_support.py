@@ -10,7 +10,6 @@ the daemon's own HTTP server and ``/readyz``.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
@@ -29,6 +28,7 @@ from bot.ports import (
 )
 from channels.slack import SLACK_CAPABILITIES, SlackChannel
 from tests.bot.harness import make_settings, running
+from tests.channels.health_log import HealthLog
 from tests.fakes.slack_api import FakeSlack
 
 FAST_CAPS = replace(
@@ -57,45 +57,6 @@ def slack_settings(
     channels = {"slack": block, **sections.pop("channels", {})}
     sections.setdefault("access", {"dm_policy": "open", "admins": ["slack:UADMIN"]})
     return make_settings(state_dir, channels=channels, **sections)
-
-
-# --------------------------------------------------------------------------- health
-
-
-class HealthLog:
-    """A ``ChannelHealth`` that remembers what the adapter reported."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-        self.activity_count = 0
-        self._changed = asyncio.Condition()
-
-    def _note(self, kind: str, reason: str = "") -> None:
-        self.events.append((kind, reason))
-        asyncio.get_running_loop().create_task(self._notify())
-
-    async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
-
-    def connected(self) -> None:
-        self._note("connected")
-
-    def disconnected(self, reason: str) -> None:
-        self._note("disconnected", reason)
-
-    def auth_failed(self, reason: str) -> None:
-        self._note("auth_failed", reason)
-
-    def activity(self) -> None:
-        self.activity_count += 1
-
-    def kinds(self) -> list[str]:
-        return [kind for kind, _ in self.events]
-
-    async def wait_for(self, kind: str, count: int = 1, within: float = WAIT_S) -> None:
-        async with asyncio.timeout(within), self._changed:
-            await self._changed.wait_for(lambda: self.kinds().count(kind) >= count)
 
 
 # --------------------------------------------------------------------------- daemons

@@ -11,7 +11,6 @@ Two ways in:
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,6 +29,7 @@ from bot.ports import (
 )
 from channels.telegram import TELEGRAM_CAPABILITIES, TelegramChannel
 from tests.bot.harness import eventually, make_settings, running
+from tests.channels.health_log import HealthLog
 from tests.fakes.telegram_api import Call, FakeTelegram
 
 FAST_CAPS = replace(
@@ -51,43 +51,6 @@ def telegram_settings(state_dir: Path, fake: FakeTelegram, **sections: Any) -> S
     }
     sections.setdefault("access", {"dm_policy": "open", "admins": ["telegram:1"]})
     return make_settings(state_dir, channels={"telegram": block}, **sections)
-
-
-# --------------------------------------------------------------------------- health
-
-
-class HealthLog:
-    """A ``ChannelHealth`` that remembers what the adapter reported."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-        self._seen: dict[str, asyncio.Event] = {}
-
-    def _seen_event(self, kind: str) -> asyncio.Event:
-        return self._seen.setdefault(kind, asyncio.Event())
-
-    def _note(self, kind: str, reason: str = "") -> None:
-        self.events.append((kind, reason))
-        self._seen_event(kind).set()
-
-    def connected(self) -> None:
-        self._note("connected")
-
-    def disconnected(self, reason: str) -> None:
-        self._note("disconnected", reason)
-
-    def auth_failed(self, reason: str) -> None:
-        self._note("auth_failed", reason)
-
-    def activity(self) -> None:
-        """Too frequent to record; the link being alive is not a state change."""
-
-    def kinds(self) -> list[str]:
-        return [kind for kind, _ in self.events]
-
-    async def wait_for(self, kind: str, within: float = WAIT_S) -> None:
-        async with asyncio.timeout(within):
-            await self._seen_event(kind).wait()
 
 
 # --------------------------------------------------------------------------- daemons

@@ -16,7 +16,8 @@ from bot.ports import ChannelContext
 from channels.telegram import TelegramChannel
 from tests.bot.harness import eventually
 from tests.channels import telegram_support as tg
-from tests.channels.slack_support import HealthLog, SlackRun, slack_daemon, slack_settings
+from tests.channels.health_log import HealthLog
+from tests.channels.slack_support import SlackRun, slack_daemon, slack_settings
 from tests.fakes.agent import FakeAgent
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FakeTelegram

@@ -12,8 +12,8 @@ from bot.ops.http import RouteTable
 from bot.ports import ChannelContext
 from channels.telegram import TelegramChannel
 from tests.bot.harness import eventually, http_get, registry_daemon
+from tests.channels.health_log import HealthLog
 from tests.channels.telegram_support import (
-    HealthLog,
     free_port,
     telegram_daemon,
     telegram_settings,
