@@ -200,7 +200,11 @@ class Daemon:
             asyncio.create_task(kernel.housekeeping.run(), name="housekeeping"),
         ]
         fleet = Fleet(
-            kernel.hub, kernel.intake, self.options.supervision, install=kernel.install_channel
+            kernel.hub,
+            kernel.intake,
+            self.options.supervision,
+            install=kernel.install_channel,
+            deadlines=kernel.deadlines,
         )
         self.fleet = fleet
         for name, factory in self._factories.items():

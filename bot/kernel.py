@@ -15,6 +15,7 @@ from bot.delivery.outbox import Outbox
 from bot.delivery.ratelimit import RateLimiter
 from bot.hub import ChannelHub, ChannelState
 from bot.metrics import Counters
+from bot.ops.channel_calls import Deadlines, close_within, stop_intake_within
 from bot.ops.housekeeping import Housekeeping
 from bot.pipeline.access import AccessControl
 from bot.pipeline.bus import InboundBus
@@ -66,19 +67,20 @@ class Kernel:
         notify = notice_sender(self.outbox.submit, self.sessions, self.hub.capabilities_of)
         await recover(self.store, self.bus, notify)
 
+    def deadlines(self, channel: str) -> Deadlines:
+        """How long this channel's start and close may take (its settings, read each time)."""
+        return Deadlines.of(self.settings(), channel)
+
     async def stop_intake(self) -> None:
-        for channel in self.hub:
-            try:
-                await channel.stop_intake()
-            except Exception:
-                logger.exception("channel %s failed to stop intake", channel.name)
+        """All channels at once, each within its close deadline."""
+        channels = list(self.hub)
+        await asyncio.gather(*(stop_intake_within(c, self.deadlines(c.name)) for c in channels))
 
     async def close_channels(self) -> None:
-        for channel in self.hub:
-            try:
-                await channel.aclose()
-            except Exception:
-                logger.exception("channel %s failed to close", channel.name)
+        """All channels at once, each within its close deadline (one hung SDK costs only its
+        own deadline, not the sum)."""
+        channels = list(self.hub)
+        await asyncio.gather(*(close_within(c, self.deadlines(c.name)) for c in channels))
 
     async def wait_channels_finished(self) -> None:
         channels = list(self.hub)

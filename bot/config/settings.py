@@ -117,6 +117,10 @@ class ChannelSettings(Section):
     allowed_users: tuple[str, ...] = ()
     ignore_bots: bool = True
     """Drop messages from other bots (the bot's own are always dropped)."""
+    start_timeout_s: float = Field(default=60, gt=0)
+    """How long connecting may take before the start counts as failed (and is retried)."""
+    close_timeout_s: float = Field(default=10, gt=0)
+    """How long closing may take; a hung SDK is then abandoned so stop and reload go on."""
 
     def required_secrets(self) -> tuple[str, ...]:
         """Fields that must be non-empty when the channel is enabled."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from bot.backoff import Backoff
 from bot.errors import AuthFailed
 from bot.hub import ChannelHub, ChannelState
+from bot.ops.channel_calls import Deadlines, close_within, start_within
 from bot.ports import Channel, Publish
 
 logger = logging.getLogger(__name__)
@@ -70,8 +71,10 @@ class Fleet:
         policy: SupervisionPolicy,
         *,
         install: Callable[[Channel], None],
+        deadlines: Callable[[str], Deadlines],
     ) -> None:
-        """``install`` puts a rebuilt channel instance in place (the kernel also paces it)."""
+        """``install`` puts a rebuilt channel instance in place (the kernel also paces it);
+        ``deadlines`` says how long a channel's start and close may take."""
         self.hub = hub
         self.publish = publish
         self.policy = policy
@@ -79,6 +82,7 @@ class Fleet:
         self.supervisors: dict[str, ChannelSupervisor] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self.install = install
+        self.deadlines = deadlines
 
     def supervise(self, name: str, factory: ChannelFactory) -> None:
         supervisor = self.supervisors[name] = ChannelSupervisor(name, factory, self)
@@ -93,8 +97,7 @@ class Fleet:
             await asyncio.gather(task, return_exceptions=True)
         channel = self.hub.get(name)
         if channel is not None:
-            with contextlib.suppress(Exception):
-                await channel.aclose()
+            await close_within(channel, self.deadlines(name))
         self.hub.remove(name)
 
     def wake_all(self) -> None:
@@ -177,7 +180,7 @@ class ChannelSupervisor:
 
     async def _start(self, channel: Channel, attempt: int) -> bool:
         try:
-            await channel.start(self._publish)
+            await start_within(channel, self._publish, self._fleet.deadlines(self.name))
         except AuthFailed as exc:
             self._hub.set_state(self.name, ChannelState.PARKED, f"auth_failed: {exc}")
             self.settled.set()
@@ -252,7 +255,4 @@ class ChannelSupervisor:
                 await self._wake.wait()
 
     async def _close(self, channel: Channel) -> None:
-        try:
-            await channel.aclose()
-        except Exception:
-            logger.exception("channel %s failed to close", self.name)
+        await close_within(channel, self._fleet.deadlines(self.name))

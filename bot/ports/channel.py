@@ -155,7 +155,24 @@ class BotIdentity:
 
 
 class Channel(Protocol):
-    """One platform adapter (SPEC §14). Sends raise ``bot.errors.SendError`` subclasses."""
+    """One platform adapter (SPEC §14). Sends raise ``bot.errors.SendError`` subclasses.
+
+    How the kernel drives a streamed answer (SPEC §8), all through the outbox:
+
+    1. ``send_text`` with ``kind=PROGRESS`` once the first text (or tool activity) arrives:
+       the placeholder. Its ``SentRef`` names the message the rest edits.
+    2. ``edit_text`` with ``kind=PROGRESS`` of that message, throttled by the capabilities'
+       ``progress_interval_*``; any of these may be dropped under rate pressure.
+    3. ``edit_text`` with ``kind=FINAL``: the answer's first chunk replaces the placeholder (or a
+       short "stopped" / error text); later chunks and files follow as new messages. A final
+       edit is never dropped, and it may come from a later process than the placeholder: after
+       a restart, recovery finalises the previous process's placeholder by its message id. So
+       an adapter that keeps per-stream state (a streaming card) must finalise from the message
+       id alone when it has none.
+
+    Text arrives already split by the kernel within ``capabilities.text_limit``: one call is
+    one platform message, and an adapter never splits again.
+    """
 
     @property
     def name(self) -> str: ...

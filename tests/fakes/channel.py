@@ -73,6 +73,9 @@ class FakeChannel(BaseChannel):
     typing_count: int = 0
     fail_next: deque[SendError] = field(default_factory=deque)
     start_failures: deque[Exception] = field(default_factory=deque)
+    start_hangs: int = 0
+    """How many starts never finish (a hung SDK), before starts work again."""
+    close_hangs: bool = False
     files: dict[str, bytes] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -88,11 +91,16 @@ class FakeChannel(BaseChannel):
     async def start(self, publish: Publish) -> None:
         if self.start_failures:
             raise self.start_failures.popleft()
+        if self.start_hangs:
+            self.start_hangs -= 1
+            await asyncio.Event().wait()
         self._publish = publish
         self._intake_open = True
         self.started.set()
 
     async def aclose(self) -> None:
+        if self.close_hangs:
+            await asyncio.Event().wait()
         self.closed = True
 
     # ------------------------------------------------------------------ inbound

@@ -13,6 +13,7 @@ from bot.backoff import Backoff
 from bot.errors import AuthFailed, ChannelError
 from bot.hub import ChannelHub, ChannelState
 from bot.messages import InboundMessage
+from bot.ops.channel_calls import Deadlines
 from bot.ops.supervision import Fleet, SupervisionPolicy
 from bot.ports import Admission
 from store.sqlite import SqliteStore
@@ -65,6 +66,13 @@ class StateLog:
             await event.wait()
 
 
+QUICK = Deadlines(start_s=0.05, close_s=0.05)
+
+
+def _deadlines(_channel: str) -> Deadlines:
+    return QUICK
+
+
 async def _parked(fleet: Fleet) -> None:
     async with asyncio.timeout(5):
         await fleet.supervisors["fake"].parked.wait()
@@ -72,7 +80,7 @@ async def _parked(fleet: Fleet) -> None:
 
 async def _run(hub: ChannelHub, channel: FakeChannel, policy: SupervisionPolicy) -> Fleet:
     hub.add(channel)
-    fleet = Fleet(hub, _AcceptAll(), policy, install=hub.replace)
+    fleet = Fleet(hub, _AcceptAll(), policy, install=hub.replace, deadlines=_deadlines)
     fleet.supervise(channel.name, lambda: channel)
     return fleet
 
@@ -134,4 +142,39 @@ async def test_restart_budget_parks_a_flapping_channel(hub: ChannelHub) -> None:
     fleet = await _run(hub, channel, replace(FAST, restart_budget=2))
     await log.wait_for(ChannelState.PARKED)
     assert "restart budget exhausted" in hub.reason("fake")
+    await fleet.stop()
+
+
+async def test_a_start_that_hangs_fails_at_its_deadline_and_is_retried(hub: ChannelHub) -> None:
+    channel = FakeChannel(start_hangs=1)
+    log = StateLog(hub)
+    fleet = await _run(hub, channel, FAST)
+    await log.wait_for(ChannelState.RUNNING)
+    assert log.states[0] is ChannelState.RECONNECTING
+    assert channel.started.is_set()
+    await fleet.stop()
+
+
+async def test_a_close_that_hangs_is_abandoned_at_its_deadline(hub: ChannelHub) -> None:
+    channel = FakeChannel(close_hangs=True)
+    log = StateLog(hub)
+    fleet = await _run(hub, channel, FAST)
+    await log.wait_for(ChannelState.RUNNING)
+    async with asyncio.timeout(5):
+        await fleet.unsupervise("fake")
+    assert hub.state("fake") is ChannelState.STOPPED
+    assert not channel.closed
+
+
+async def test_a_connection_that_died_inside_the_sdk_restarts_the_channel(
+    hub: ChannelHub,
+) -> None:
+    channel = FakeChannel()
+    log = StateLog(hub)
+    fleet = await _run(hub, channel, replace(FAST, stale_check_s=60))
+    await log.wait_for(ChannelState.RUNNING)
+    hub.reporter("fake").failed("gave up reconnecting")
+    await log.wait_for(ChannelState.RUNNING, count=2)
+    assert channel.closed
+    assert log.states[-2:] == [ChannelState.RECONNECTING, ChannelState.RUNNING]
     await fleet.stop()
