@@ -1,4 +1,4 @@
-"""The embedded agent backend: the LangGraph graph in-process, checkpoints in SQLite (SPEC §6).
+"""The embedded agent backend: the LangGraph graph in-process, checkpoints in SQLite (design §6).
 
 Checkpoints live in ``state_dir/agent.db`` (not the daemon's own database), so threads,
 history and pending clarifications survive restarts. A run streams the graph and translates it
@@ -302,7 +302,7 @@ def clarification_from(value: object) -> ClarificationRequest:
 
 
 def translate_error(exc: BaseException) -> AgentError:
-    """A short user-facing reason (SPEC §6); the exception text goes to ``detail`` only."""
+    """A short user-facing reason (design §6); the exception text goes to ``detail`` only."""
     detail = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, openai.APITimeoutError):
         reason = "The model did not answer in time."

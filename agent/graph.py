@@ -129,7 +129,7 @@ def chat_model(
     timeout_s: float = REQUEST_TIMEOUT_S,
     http_async_client: openai.DefaultAsyncHttpxClient | None = None,
 ) -> BaseChatModel:
-    """``ChatOpenAI`` for the configured endpoint, or the offline echo model (SPEC §2).
+    """``ChatOpenAI`` for the configured endpoint, or the offline echo model (design §2).
 
     An endpoint without a key (a local vLLM or Ollama) gets a placeholder key, because the
     OpenAI client refuses to start without one. ``http_async_client`` lets the caller own (and

@@ -1,4 +1,4 @@
-"""The built-in offline echo chat model (SPEC §2): used when no model API key is configured.
+"""The built-in offline echo chat model (design §2): used when no model API key is configured.
 
 It lets an operator try threads, commands, files and clarifications before a model is set up,
 and lets tests drive the tool paths deterministically without a model server.

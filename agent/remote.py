@@ -1,4 +1,4 @@
-"""The remote agent backend: any LangGraph API server through ``langgraph-sdk`` (SPEC §6).
+"""The remote agent backend: any LangGraph API server through ``langgraph-sdk`` (design §6).
 
 Threads are created on the server and runs are streamed from it (``messages-tuple`` for tokens,
 ``updates`` for complete messages and ``__interrupt__``), so the daemon stays a thin bridge and
@@ -322,7 +322,7 @@ class RemoteBackend(StartClose):
             logger.info("cancelled run %s on thread %s", run_id, thread_id)
 
     def _http_error(self, exc: httpx.HTTPError, *, doing: str) -> AgentError:
-        """A short reason naming the server (SPEC §6); the exception goes to ``detail``."""
+        """A short reason naming the server (design §6); the exception goes to ``detail``."""
         detail = f"{type(exc).__name__}: {exc}"
         where = f"the agent server at {self._url}"
         if isinstance(exc, httpx.TimeoutException):

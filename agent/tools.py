@@ -1,4 +1,4 @@
-"""The agent's built-in tools (SPEC §6): clarifications and files in the thread's workspace.
+"""The agent's built-in tools (design §6): clarifications and files in the thread's workspace.
 
 One compiled graph serves every thread, so the tools are built once per ``state_dir`` and find
 their thread through the LangGraph ``RunnableConfig`` (``configurable.thread_id``) at call time.

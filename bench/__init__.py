@@ -1,1 +1,1 @@
-"""Benchmarks (SPEC §16): each script prints one JSON line; the README reports them."""
+"""Benchmarks (design §16): each script prints one JSON line; the README reports them."""

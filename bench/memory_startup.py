@@ -1,4 +1,4 @@
-"""Startup time and memory (SPEC §16): time to READY, RSS idle and with 10 000 conversations.
+"""Startup time and memory (design §16): time to READY, RSS idle and with 10 000 conversations.
 
 Both parts run the daemon with its default agent (embedded LangGraph with the offline echo
 model) and the Telegram channel against the fake Bot API, which runs with its load in a child

@@ -1,4 +1,4 @@
-"""Store cost as it grows (SPEC §16): thread lookup and journal write at 10⁴ vs 10⁶ rows.
+"""Store cost as it grows (design §16): thread lookup and journal write at 10⁴ vs 10⁶ rows.
 
 For each size a fresh store file is migrated by ``SqliteStore`` and filled in bulk with that
 many conversations and inbound journal entries (spelled by the store's own codec, written

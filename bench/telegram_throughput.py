@@ -1,4 +1,4 @@
-"""Throughput and latency of Switchboard's Telegram path against a raw PTB echo bot (SPEC §16).
+"""Throughput and latency of Switchboard's Telegram path against a raw PTB echo bot (design §16).
 
 Both bots run in this process, one after the other, against the same ``FakeTelegram`` under
 the same closed-loop load: N chats, each sending its next message as soon as the answer to the

@@ -1,7 +1,7 @@
 """The composition root: builds every object, runs the loops, and shuts down in order.
 
 Edges come from ``bot/registry.py`` unless a caller injects instances (tests run the real
-pipeline with in-process fake channels and agents this way). Shutdown follows STYLE P5:
+pipeline with in-process fake channels and agents this way). Shutdown follows design §18 (P5):
 stop intake → close the bus → drain turns within the grace period → flush the outbox →
 close channels → close the agent and the store; each step isolated from the others.
 """

@@ -1,4 +1,4 @@
-"""The error tree. Few, specific errors that carry the data a retry decision needs (SPEC §8).
+"""The error tree. Few, specific errors that carry the data a retry decision needs (design §8).
 
 Adapters translate their SDK's exceptions into ``SendError`` subclasses at the boundary, so
 the core decides what to do from ``kind`` alone and never sees ``telegram.error`` or
@@ -27,7 +27,7 @@ class InstanceLocked(StoreError):
 
 
 class AgentError(BotError):
-    """An agent run failed; ``reason`` is what the user is told (SPEC §6)."""
+    """An agent run failed; ``reason`` is what the user is told (design §6)."""
 
     def __init__(self, reason: str, *, detail: str = "") -> None:
         super().__init__(detail or reason)
@@ -85,7 +85,7 @@ class TargetNotFound(SendError):
 
 
 class AuthFailed(SendError):
-    """Credentials were refused; the channel is parked (SPEC §12)."""
+    """Credentials were refused; the channel is parked (design §12)."""
 
     kind = SendErrorKind.AUTH_FAILED
 

@@ -1,4 +1,4 @@
-"""Process exit statuses (SPEC §13), from ``sysexits.h``."""
+"""Process exit statuses (design §13), from ``sysexits.h``."""
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1

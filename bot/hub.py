@@ -1,6 +1,6 @@
 """The running channels, their states and their pause switches.
 
-Pause state is persisted in the store's settings so ``/pause`` survives a restart (SPEC §9).
+Pause state is persisted in the store's settings so ``/pause`` survives a restart (design §9).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``async with`` for resources that have ``start()`` and ``aclose()`` (STYLE P5).
+"""``async with`` for resources that have ``start()`` and ``aclose()`` (design §18 (P5)).
 
 If ``start`` fails, ``aclose`` still runs before the error propagates, so a half-opened
 resource never leaks (PTB ``Application.__aenter__``).

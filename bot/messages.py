@@ -1,4 +1,4 @@
-"""The frozen values that cross module boundaries (SPEC §3).
+"""The frozen values that cross module boundaries (design §3).
 
 Adapters fill these from platform events; the core never reads a platform field. Every
 identifier is a string as the platform spells it, so no adapter has to squeeze its ids into
@@ -45,7 +45,7 @@ class Reaction(StrEnum):
 
 
 class RenderMode(StrEnum):
-    """The delivery fallback ladder of SPEC §8: the platform's rich dialect, then plain text."""
+    """The delivery fallback ladder of design §8: the platform's rich dialect, then plain text."""
 
     RICH = "rich"
     PLAIN = "plain"
@@ -57,7 +57,7 @@ def utc_now() -> datetime:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConversationKey:
-    """The unit of thread mapping, serialisation and locking (SPEC §4).
+    """The unit of thread mapping, serialisation and locking (design §4).
 
     ``topic_id`` is set for a platform thread or reply chain in ``topic`` scope, ``user_id``
     for one member's conversation in ``user`` scope. The store keeps each part in its own

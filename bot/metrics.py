@@ -1,4 +1,4 @@
-"""Metrics and the structured log lines every handled or dropped message produces (SPEC §10, §13).
+"""Metrics and the structured log lines every handled or dropped message produces (design §10, §13).
 
 Metrics use ``prometheus_client`` on a per-daemon registry, so tests and several daemons in
 one process never share counters.
@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 
 
 class DropReason(StrEnum):
-    """Machine-readable reasons a message got no agent turn (SPEC §10)."""
+    """Machine-readable reasons a message got no agent turn (design §10)."""
 
     NOT_ALLOWED = "not_allowed"
     NOT_ADDRESSED = "not_addressed"
@@ -91,7 +91,7 @@ class Counters:
 
 
 def log_drop(message: InboundMessage, reason: DropReason) -> None:
-    """One line per dropped message; never its text (SPEC §10)."""
+    """One line per dropped message; never its text (design §10)."""
     logger.info(
         "dropped channel=%s chat=%s message=%s user=%s reason=%s",
         message.channel,

@@ -1,4 +1,4 @@
-"""Frozen rows the Store port returns and accepts (SPEC §11).
+"""Frozen rows the Store port returns and accepts (design §11).
 
 They live in the kernel so the pipeline and the store agree on them without the kernel
 importing the store.
@@ -67,7 +67,7 @@ class OutboxState(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OutboxItem:
-    """A delivery to record before it is attempted (SPEC §8).
+    """A delivery to record before it is attempted (design §8).
 
     ``idempotency_key`` makes enqueueing the same operation twice (say, after a crash
     between recording and marking a turn done) a no-op. ``key`` and ``thread_id`` let every
@@ -121,7 +121,7 @@ class ClarificationState(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Clarification:
-    """A question the agent asked, waiting for its answer (SPEC §7)."""
+    """A question the agent asked, waiting for its answer (design §7)."""
 
     id: str
     key: ConversationKey

@@ -1,4 +1,4 @@
-"""The one place edges are loaded: names → ``module:attribute`` import paths (SPEC §1).
+"""The one place edges are loaded: names → ``module:attribute`` import paths (design §1).
 
 ``bot/`` never imports ``channels/``, ``agent/`` or ``store/`` statically, so a disabled
 channel's SDK is never imported and the import graph points into the kernel only.

@@ -1,4 +1,4 @@
-"""Per-thread workspaces: ``state_dir/threads/<thread_id>/{uploads,outputs}`` (SPEC §6).
+"""Per-thread workspaces: ``state_dir/threads/<thread_id>/{uploads,outputs}`` (design §6).
 
 The router saves inbound attachments into ``uploads/``; the agent's file tools and
 ``present_files`` are confined to the workspace. Both sides use this one definition.

@@ -1,6 +1,6 @@
 """What adapters share: the Channel port, capabilities, typed send errors and a base class.
 
-Adapter authors import from here; the kernel's protocol lives in ``bot/ports.py``.
+Adapter authors import from here; the kernel's protocols live in ``bot/ports/``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The console channel: stdin/stdout, for ``switchboard chat`` and tests (SPEC §14).
+"""The console channel: stdin/stdout, for ``switchboard chat`` and tests (design §14).
 
 Each input line is one DM from the configured local user. It goes through the same
 pipeline as every platform message (journal, dedupe, access, lanes, outbox). At end of

@@ -1,4 +1,4 @@
-"""Approved and denied users, and pending pairing codes (SPEC §10).
+"""Approved and denied users, and pending pairing codes (design §10).
 
 Every inbound message asks for its sender's status, so statuses are kept in a ``RowCache``:
 ``set_status`` invalidates its key, and a change committed by another process (``switchboard

@@ -1,4 +1,4 @@
-"""Pending questions the agent asked (SPEC §7); they survive a restart.
+"""Pending questions the agent asked (design §7); they survive a restart.
 
 State changes are conditional updates (``WHERE state = 'pending'``), so an answer arriving
 twice, or an answer racing the expiry sweep, changes the row once. Queries that the partial

@@ -1,4 +1,4 @@
-"""Conversation key -> agent thread (SPEC §4), and the links from sent messages to threads.
+"""Conversation key -> agent thread (design §4), and the links from sent messages to threads.
 
 At most one row per key is active (``ended_at IS NULL``), enforced by a partial unique index,
 so two first messages racing for a new key (even from two processes) bind one thread: the

@@ -1,4 +1,4 @@
-"""The outbox: deliveries written down before they are attempted (SPEC §8).
+"""The outbox: deliveries written down before they are attempted (design §8).
 
 Rows move pending -> sent, or pending -> dead once the delivery code gives up; ``revive``
 puts dead rows back. ``attempts`` counts finished attempts: every ``mark_sent``,

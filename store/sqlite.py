@@ -1,4 +1,4 @@
-"""The Store port on SQLite (SPEC §11): one file in WAL mode, one aiosqlite connection.
+"""The Store port on SQLite (design §11): one file in WAL mode, one aiosqlite connection.
 
 Each concern lives in its own module and shares this store's ``Database`` (connection, lock,
 clock). A second ``SqliteStore`` on the same file (the CLI while the daemon runs) works: WAL

@@ -1,4 +1,4 @@
-"""Suite-wide guard: tests never leave the machine (SPEC §15)."""
+"""Suite-wide guard: tests never leave the machine (design §15)."""
 
 from __future__ import annotations
 

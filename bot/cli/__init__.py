@@ -1,4 +1,4 @@
-"""The ``switchboard`` command line (SPEC §13); ``python -m bot`` runs the same.
+"""The ``switchboard`` command line (design §13); ``python -m bot`` runs the same.
 
 Each module adds its subcommands: ``daemon`` (run, chat, check, init), ``operator`` (status,
 conversations, outbox, pairing, trace) and ``service`` (systemd units).

@@ -34,7 +34,7 @@ NOT_SECRETS = frozenset({"SWITCHBOARD_STATE_DIR", "VAR"})
 
 # Lines starting "S|" are for the system manager only, "U|" for the user manager only.
 UNIT_TEMPLATE = """\
-# Switchboard: chat platforms to a LangGraph agent (SPEC §13).
+# Switchboard: chat platforms to a LangGraph agent (docs/design.md §13).
 # Written by `switchboard service install`, which fills in the program and config paths.
 # Change settings with `systemctl edit {service}` (a drop-in) rather than in this file.
 

@@ -1,4 +1,4 @@
-"""Slash commands (SPEC §9)."""
+"""Slash commands (design §9)."""
 
 from bot.commands.admin import register_admin_commands
 from bot.commands.parsing import ParsedCommand, parse_command

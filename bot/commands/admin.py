@@ -1,4 +1,4 @@
-"""Admin commands (SPEC §9). The registry refuses non-admins and audits every call."""
+"""Admin commands (design §9). The registry refuses non-admins and audits every call."""
 
 from __future__ import annotations
 

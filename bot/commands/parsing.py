@@ -1,4 +1,4 @@
-"""Command detection exactly as SPEC §9.
+"""Command detection exactly as design §9.
 
 A message is a command only if, after leading mentions of the bot are stripped, it starts
 with ``/`` and a registered name, optionally suffixed ``@botname``. ``/tmp/x.csv``,

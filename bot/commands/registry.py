@@ -1,4 +1,4 @@
-"""The command registry: small async handlers that answer without running the agent (SPEC §9)."""
+"""The command registry: small async handlers that answer without running the agent (design §9)."""
 
 from __future__ import annotations
 

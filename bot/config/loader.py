@@ -1,7 +1,7 @@
-"""Finding, reading and validating the YAML configuration file (SPEC §2).
+"""Finding, reading and validating the YAML configuration file (design §2).
 
 Every problem becomes one ``ConfigError`` whose message names the key path of each fault, one
-per line, so an operator can fix the whole file in one pass; the CLI exits 78 on it (SPEC §13).
+per line, so an operator can fix the whole file in one pass; the CLI exits 78 on it (design §13).
 Error text is built from key paths and pydantic's ``msg`` only, never from input values, so a
 token pasted into the wrong field is not echoed to the terminal or the journal.
 """
@@ -38,7 +38,7 @@ class UnsetRef(NamedTuple):
 
 
 def find_config_path(explicit: Path | None, environ: Mapping[str, str]) -> Path:
-    """``-c PATH``, else ``$SWITCHBOARD_CONFIG``, else ``./switchboard.yaml`` (SPEC §2)."""
+    """``-c PATH``, else ``$SWITCHBOARD_CONFIG``, else ``./switchboard.yaml`` (design §2)."""
     if explicit is not None:
         path, origin = explicit, "given with -c"
     elif environ.get(ENV_CONFIG_PATH):

@@ -1,4 +1,4 @@
-"""The configuration schema of SPEC §2 as pydantic models.
+"""The configuration schema of design §2 as pydantic models.
 
 Unknown keys are errors (``extra="forbid"``) so a typo never silently falls back to a default.
 Secrets are ``SecretStr``. Loading, ``${VAR}`` expansion and error formatting live in
@@ -99,7 +99,7 @@ class AccessSettings(Section):
 
 
 class DaemonSettings(Section):
-    """Process-level knobs that SPEC §2 leaves unnamed; documented in the example config."""
+    """Process-level knobs that design §2 leaves unnamed; documented in the example config."""
 
     shutdown_grace_s: float = Field(default=20, ge=0)
     inbound_queue_size: int = Field(default=1000, ge=1)

@@ -1,7 +1,7 @@
 """One attempt at one outbox row: the platform call, its rendering fallback, and what a failure
 means for the row (sent, retry at a time, or dead letter).
 
-Errors arrive already classified by the adapter (SPEC §8); this module decides by kind and
+Errors arrive already classified by the adapter (design §8); this module decides by kind and
 never by platform. Scheduling — which row goes when, and keeping each chat in order — is the
 outbox's (``bot.delivery.outbox``).
 """

@@ -1,4 +1,4 @@
-"""Splitting Markdown into pieces that fit a platform's message limit (SPEC §8 Length).
+"""Splitting Markdown into pieces that fit a platform's message limit (design §8 Length).
 
 A chunk is cut at the best break that still fits, in this order of preference: a paragraph or
 code-block boundary, a line break, a run of spaces, and finally any character (never inside a

@@ -1,4 +1,4 @@
-"""Streaming progress: a lazy placeholder edited in place, throttled (SPEC §8 Streaming).
+"""Streaming progress: a lazy placeholder edited in place, throttled (design §8 Streaming).
 
 The placeholder is created on the first text through the outbox (so a crash leaves a record
 of it) and then edited directly: progress edits are best effort, rate-limited with

@@ -1,4 +1,4 @@
-"""Per-destination and per-bot send pacing shared by every send kind (SPEC §8).
+"""Per-destination and per-bot send pacing shared by every send kind (design §8).
 
 Finals, command replies and notices wait for their slot; progress edits only take a slot
 that is free right now, so under pressure they are the first thing dropped.

@@ -1,4 +1,4 @@
-"""Turn a final answer into outbox items: chunks, long-answer files, presented files (SPEC §8).
+"""Turn a final answer into outbox items: chunks, long-answer files, presented files (design §8).
 
 Text goes first, then files, all in the conversation's destination. The first chunk
 replaces the progress placeholder when the platform can edit. Idempotency keys derive from

@@ -1,4 +1,4 @@
-"""The daemon's HTTP server: health, readiness, metrics and channel webhooks (SPEC §13, §14).
+"""The daemon's HTTP server: health, readiness, metrics and channel webhooks (design §13, §14).
 
 Channels in webhook mode register their routes here before the server starts, so every
 webhook shares one listener on ``http.host:port``.

@@ -1,4 +1,4 @@
-"""Single-instance guard: an exclusive ``flock`` on ``state_dir/switchboard.lock`` (SPEC §11).
+"""Single-instance guard: an exclusive ``flock`` on ``state_dir/switchboard.lock`` (design §11).
 
 The kernel releases the lock when the process exits, even after ``kill -9``, so a stale
 lock file never blocks a restart.

@@ -1,4 +1,4 @@
-"""Logging setup: plain text for journald or one JSON object per line (SPEC §13)."""
+"""Logging setup: plain text for journald or one JSON object per line (design §13)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Re-reading the configuration on SIGHUP or ``/reload`` (SPEC §13).
+"""Re-reading the configuration on SIGHUP or ``/reload`` (design §13).
 
 An invalid new file is rejected with its reason and the running configuration stays.
 Access lists, policies, scopes, busy policy, timeouts and the log level apply at once,

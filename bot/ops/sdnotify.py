@@ -1,4 +1,4 @@
-"""Telling systemd how the daemon is doing: the sd_notify protocol (SPEC §13).
+"""Telling systemd how the daemon is doing: the sd_notify protocol (design §13).
 
 The protocol is one datagram of ``KEY=VALUE`` lines sent to ``$NOTIFY_SOCKET``, so it is
 implemented here by hand instead of adding a dependency. Without ``$NOTIFY_SOCKET`` (not run

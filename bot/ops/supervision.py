@@ -1,4 +1,4 @@
-"""Channel supervision (SPEC §12): one supervised task per channel.
+"""Channel supervision (design §12): one supervised task per channel.
 
 Start failures are classified: refused credentials park the channel (re-probed rarely, and at
 once on ``/reload`` or SIGHUP); anything else reconnects with capped, jittered backoff. A

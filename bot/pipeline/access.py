@@ -1,4 +1,4 @@
-"""Who may talk to the bot (SPEC §10): DM policies with pairing codes, denied users, roles.
+"""Who may talk to the bot (design §10): DM policies with pairing codes, denied users, roles.
 
 Group addressing (mention / reply / topic / pending answer) is decided by the router, which
 knows about conversations and questions; this module decides about people.

@@ -1,4 +1,4 @@
-"""The bounded inbound queue between adapters and the router (SPEC §5 "bounded intake").
+"""The bounded inbound queue between adapters and the router (design §5 "bounded intake").
 
 Capacity is reserved *before* a message is journaled, so a full queue rejects a message
 before the platform is acknowledged and nothing accepted is ever dropped for lack of room.

@@ -1,4 +1,4 @@
-"""Questions the agent asks and the answers that resume it (SPEC §7).
+"""Questions the agent asks and the answers that resume it (design §7).
 
 A question is recorded before it is posted, so an answer that races the send still finds
 it, and it survives restarts. Answers are matched in this order: a button press, a reply

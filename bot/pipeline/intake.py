@@ -1,4 +1,4 @@
-"""``publish``: admission → durable dedupe → bus (SPEC §5).
+"""``publish``: admission → durable dedupe → bus (design §5).
 
 An adapter acknowledges its platform event only when this returns an ``ack``-able admission,
 which happens after the message is in the journal. A platform batch (one Telegram

@@ -1,4 +1,4 @@
-"""Per-conversation FIFO lanes with busy policies and a global run bound (SPEC §5).
+"""Per-conversation FIFO lanes with busy policies and a global run bound (design §5).
 
 Each ConversationKey gets a lane only while it has work. A lane runs one turn at a time;
 a lane waiting for a global slot holds a semaphore place in line, not a worker, so a slow
@@ -56,7 +56,7 @@ class TurnRequest:
 
 
 def merge(requests: list[TurnRequest]) -> TurnRequest:
-    """Several queued messages become one turn, in arrival order (SPEC §5 queue policy)."""
+    """Several queued messages become one turn, in arrival order (design §5 queue policy)."""
     last = requests[-1]
     items = tuple(item for request in requests for item in request.items)
     return TurnRequest(key=last.key, destination=last.destination, items=items)

@@ -1,4 +1,4 @@
-"""Crash recovery at startup (SPEC §11): nothing the daemon accepted is silently lost.
+"""Crash recovery at startup (design §11): nothing the daemon accepted is silently lost.
 
 For each journaled message whose turn did not complete: if its answer was already recorded
 in the outbox, the outbox delivers it; otherwise the turn runs again — once, with a short

@@ -1,4 +1,4 @@
-"""Inbound → access → command, answer or turn → lane (SPEC §5, §7, §9, §10).
+"""Inbound → access → command, answer or turn → lane (design §5, §7, §9, §10).
 
 One dispatcher consumes the bus in order; everything it does per message is a few store
 lookups, so it never waits on an agent. Turns run in their conversation's lane.

@@ -1,4 +1,4 @@
-"""ConversationKey → thread policy (SPEC §4), like aiogram's ``FSMStrategy``.
+"""ConversationKey → thread policy (design §4), like aiogram's ``FSMStrategy``.
 
 DMs are one conversation per chat (a platform thread inside a DM gets its own). In groups
 ``group_scope`` decides: ``topic`` — a platform thread is a conversation and a new top-level

@@ -1,4 +1,4 @@
-"""One agent turn: thread → uploads → agent events → progress → final delivery (SPEC §5 to §8).
+"""One agent turn: thread → uploads → agent events → progress → final delivery (design §5 to §8).
 
 Every way a turn can end produces a visible result: the answer, a question, or a final
 message saying what went wrong with a short reference id — never silence and never a
@@ -56,7 +56,7 @@ WORKSPACES_REMEMBERED = 4096
 TURN_PREFIX = "turn "
 RESUMED_PREFIX = "resumed turn "
 """Journal reasons of running entries: which turn (correlation id) answers them, and
-whether it is already the one re-run allowed after a restart (SPEC §11)."""
+whether it is already the one re-run allowed after a restart (design §11)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""Inbound attachments → the thread's ``uploads/`` (SPEC §6).
+"""Inbound attachments → the thread's ``uploads/`` (design §6).
 
 Downloads are size-capped by the adapter; a failed download becomes a note for the agent
 and the turn still runs.

@@ -1,4 +1,4 @@
-"""The protocols the edges implement: Channel, AgentBackend and Store (SPEC §1).
+"""The protocols the edges implement: Channel, AgentBackend and Store (design §1).
 
 The kernel depends only on these; ``bot/registry.py`` loads the configured implementations.
 

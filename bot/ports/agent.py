@@ -1,4 +1,4 @@
-"""The AgentBackend port and the events a run yields (SPEC §6)."""
+"""The AgentBackend port and the events a run yields (design §6)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ AgentEvent = TextDelta | ToolActivity | ClarificationRequest | FinalAnswer
 
 
 class AgentBackend(Protocol):
-    """An agent that keeps history per thread (SPEC §6). Failures raise ``AgentError``.
+    """An agent that keeps history per thread (design §6). Failures raise ``AgentError``.
 
     Implementations are constructed as ``Backend(settings: bot.config.settings.Settings)`` by the
     registry (no I/O in ``__init__``), then ``start()``-ed. ``run`` yields events and ends

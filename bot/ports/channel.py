@@ -67,7 +67,7 @@ class WebhookRoutes(Protocol):
 
 
 class ChannelHealth(Protocol):
-    """How a running adapter reports its connection (SPEC §12); feeds ``/readyz``.
+    """How a running adapter reports its connection (design §12); feeds ``/readyz``.
 
     Loop-only: call it on the daemon's event loop. An SDK that runs on a thread of its own
     reports through ``channels.thread_bridge.ThreadBridge``, which marshals onto the loop.
@@ -155,9 +155,9 @@ class BotIdentity:
 
 
 class Channel(Protocol):
-    """One platform adapter (SPEC §14). Sends raise ``bot.errors.SendError`` subclasses.
+    """One platform adapter (design §14). Sends raise ``bot.errors.SendError`` subclasses.
 
-    How the kernel drives a streamed answer (SPEC §8), all through the outbox:
+    How the kernel drives a streamed answer (design §8), all through the outbox:
 
     1. ``send_text`` with ``kind=PROGRESS`` once the first text (or tool activity) arrives:
        the placeholder. Its ``SentRef`` names the message the rest edits.

@@ -1,4 +1,4 @@
-"""The Store port: durable state, as one protocol per table group (SPEC §11)."""
+"""The Store port: durable state, as one protocol per table group (design §11)."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ class OutboxStore(Protocol):
 
     async def mark_sent(self, row_id: int, message_ids: tuple[str, ...]) -> None:
         """Mark the row sent, record the successful platform call (see ``attempts``), and
-        link each sent message to the row's conversation and thread (SPEC §4) unless the row
+        link each sent message to the row's conversation and thread (design §4) unless the row
         has no thread or is a reaction."""
         ...
 
@@ -208,7 +208,7 @@ class SettingsStore(Protocol):
 
 
 class Store(Protocol):
-    """Durable state; one writer connection, no blocking I/O on the loop (SPEC §11)."""
+    """Durable state; one writer connection, no blocking I/O on the loop (design §11)."""
 
     @property
     def inbound(self) -> InboundJournal: ...

@@ -1,6 +1,6 @@
-"""The Slack channel on slack-bolt's ``AsyncApp``, in Socket Mode or HTTP Events mode (SPEC §14).
+"""The Slack channel on slack-bolt's ``AsyncApp``, in Socket Mode or HTTP Events mode (design §14).
 
-Wiring (PLATFORMS.md §2), all on the daemon's loop, nothing patched:
+Wiring (design §17.2), all on the daemon's loop, nothing patched:
 
 - Web API calls go through ``AsyncWebClient(base_url=api_base_url)`` with no retry handlers —
   the kernel's outbox retries by error kind (``errors.py``), so nothing is sent twice.

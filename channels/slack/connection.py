@@ -1,6 +1,6 @@
 """Socket Mode: slack-bolt's ``AsyncSocketModeHandler``, watched for health, backoff and auth.
 
-What the SDK already does, and this module relies on (slack_sdk 3.48, PLATFORMS.md §2):
+What the SDK already does, and this module relies on (slack_sdk 3.48, design §17.2):
 
 - a ``disconnect`` envelope (``refresh_requested``, ``link_disabled``…) makes it open a new
   connection at once; a CLOSE frame does the same;

@@ -1,6 +1,6 @@
-"""Fetching shared files: ``url_private_download`` with the bot token, size-capped (SPEC §6).
+"""Fetching shared files: ``url_private_download`` with the bot token, size-capped (design §6).
 
-The SDK does not download files (PLATFORMS.md §2). The bot token goes only to Slack's own
+The SDK does not download files (design §17.2). The bot token goes only to Slack's own
 hosts — the API host and its subdomains (``files.slack.com`` for ``slack.com``) over the API's
 scheme — so a file URL in a crafted payload can never carry the token elsewhere. Slack answers
 a request it does not authorise with its HTML sign-in page and status 200; that is reported

@@ -1,6 +1,6 @@
-"""Slack Web API failures → the kernel's ``SendError`` kinds, once, at the boundary (SPEC §8).
+"""Slack Web API failures → the kernel's ``SendError`` kinds, once, at the boundary (design §8).
 
-slack_sdk raises ``SlackApiError`` for anything but HTTP 200 with ``"ok": true`` (PLATFORMS.md
+slack_sdk raises ``SlackApiError`` for anything but HTTP 200 with ``"ok": true`` (design §17
 §2), so the decision is made from the HTTP status and Slack's ``error`` code:
 
 - 429 (with ``Retry-After``) or ``ratelimited`` → ``rate_limited``;

@@ -1,4 +1,4 @@
-"""Bolt listeners: every Slack request ends in ``publish`` and an ack, nothing more (SPEC §5).
+"""Bolt listeners: every Slack request ends in ``publish`` and an ack, nothing more (design §5).
 
 The app runs with ``process_before_response=True``: bolt acknowledges (Socket Mode envelope
 ack, HTTP 200) only after the listener returned, and a listener returns right after

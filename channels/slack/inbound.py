@@ -1,4 +1,4 @@
-"""Slack events and interactive payloads → ``InboundMessage`` (SPEC §3, §4, §14).
+"""Slack events and interactive payloads → ``InboundMessage`` (design §3, §4, §14).
 
 Only this module knows how Slack spells things:
 

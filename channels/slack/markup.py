@@ -1,4 +1,4 @@
-"""Slack's message markup → the text the agent reads (SPEC §3: mentions are the adapter's job).
+"""Slack's message markup → the text the agent reads (design §3: mentions are the adapter's job).
 
 Slack sends ``<@U123>`` for user mentions, ``<#C123|general>`` for channels, ``<!here>`` for
 broadcasts, ``<https://x|label>`` for links, and ``&amp;``/``&lt;``/``&gt;`` for the three

@@ -1,4 +1,4 @@
-"""Sending to Slack: messages, edits, reactions, files and the "Chosen: X" mark (SPEC §8).
+"""Sending to Slack: messages, edits, reactions, files and the "Chosen: X" mark (design §8).
 
 Every call goes through ``sdk_errors`` so the kernel sees ``SendError`` kinds only. The client
 has no retry handlers: the kernel's outbox retries by kind, so a lost response never turns

@@ -1,4 +1,4 @@
-"""The agent's Markdown → Slack message payloads, with the fallback ladder of SPEC §8.
+"""The agent's Markdown → Slack message payloads, with the fallback ladder of design §8.
 
 Three rungs, best first:
 

@@ -1,4 +1,4 @@
-"""Telegram adapter on python-telegram-bot 22 (SPEC §14, PLATFORMS.md §1)."""
+"""Telegram adapter on python-telegram-bot 22 (design §14, design §17.1)."""
 
 from channels.telegram.adapter import TELEGRAM_CAPABILITIES, TelegramChannel
 

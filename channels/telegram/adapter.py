@@ -1,9 +1,9 @@
-"""The Telegram channel on python-telegram-bot 22, driven inside the daemon's loop (SPEC §14).
+"""The Telegram channel on python-telegram-bot 22, driven inside the daemon's loop (design §14).
 
 PTB's ``Bot`` does every Bot API call (pointed at ``api_base_url``, so a self-hosted Bot API
 server or a loopback fake works without patching). PTB's ``Application``/``Updater`` are not
 used: the Updater confirms updates to Telegram before any handler has run, which would break
-"ack only once durably recorded" (SPEC §5). Updates come from this package's own long-poll
+"ack only once durably recorded" (design §5). Updates come from this package's own long-poll
 loop (``polling.py``) or from the webhook route it mounts on the daemon's HTTP server
 (``webhook.py``); both hand each update to ``_handle_update``, which publishes it and answers
 whether Telegram may forget it.

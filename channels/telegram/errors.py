@@ -1,6 +1,6 @@
-"""``telegram.error`` → the kernel's ``SendError`` kinds, once, at the boundary (SPEC §8).
+"""``telegram.error`` → the kernel's ``SendError`` kinds, once, at the boundary (design §8).
 
-PTB decides from the HTTP status (PLATFORMS.md §1): 429 with ``retry_after`` → ``RetryAfter``,
+PTB decides from the HTTP status (design §17.1): 429 with ``retry_after`` → ``RetryAfter``,
 401/404 → ``InvalidToken``, 403 → ``Forbidden``, 400 → ``BadRequest`` (description without
 its "Bad Request: " prefix), 409 → ``Conflict``, anything else → ``NetworkError``.
 

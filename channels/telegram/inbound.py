@@ -1,4 +1,4 @@
-"""Telegram updates → ``InboundMessage`` (SPEC §3, §14).
+"""Telegram updates → ``InboundMessage`` (design §3, §14).
 
 Only the adapter knows how Telegram spells things, so this is where a mention of the bot is
 detected and removed, a forum topic becomes the message's thread, a reply to the bot is

@@ -5,7 +5,7 @@ Replies are anchored with ``allow_sending_without_reply`` (a deleted anchor must
 the answer); a conversation in a forum topic is sent with its ``message_thread_id``.
 
 Reactions: only ``Reaction.QUEUED`` is shown (👀 on a message that waits behind a running
-turn, SPEC §5). ``WORKING``/``DONE``/``FAILED`` are no-ops on Telegram: the typing indicator
+turn, design §5). ``WORKING``/``DONE``/``FAILED`` are no-ops on Telegram: the typing indicator
 and the streamed placeholder already show work, the answer shows completion, and a failure
 is an explicit message — each extra reaction would only spend the chat's rate budget.
 """

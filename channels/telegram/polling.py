@@ -1,4 +1,4 @@
-"""Long polling with the offset advanced only past updates the kernel has journaled (SPEC §5).
+"""Long polling with the offset advanced only past updates the kernel has journaled (design §5).
 
 Telegram forgets an update once a ``getUpdates`` call asks for a higher ``offset``. PTB's
 ``Updater`` raises the offset as soon as it has *queued* a batch, before any handler ran, so a

@@ -1,4 +1,4 @@
-"""Markdown → Telegram text + entities (SPEC §8 Rendering).
+"""Markdown → Telegram text + entities (design §8 Rendering).
 
 The agent writes Markdown; telegramify-markdown turns it into plain text with
 ``MessageEntity`` spans. Entities need no escaping, so MarkdownV2's reserved characters and

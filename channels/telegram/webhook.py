@@ -1,4 +1,4 @@
-"""The webhook receiver, mounted on the daemon's HTTP server (SPEC §14, PLATFORMS.md §1).
+"""The webhook receiver, mounted on the daemon's HTTP server (design §14, design §17.1).
 
 Telegram POSTs each update as JSON with ``X-Telegram-Bot-Api-Secret-Token``; a missing or
 wrong secret gets 403, as PTB's own webhook server answers. The HTTP status is the ack:

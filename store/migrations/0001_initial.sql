@@ -1,4 +1,4 @@
--- Switchboard durable state, schema 1 (SPEC §11).
+-- Switchboard durable state, schema 1 (design §11).
 --
 -- Conventions: datetimes are ISO-8601 UTC text with microseconds ("...T12:00:00.000000+00:00"),
 -- so text comparison is time comparison. The parts of a ConversationKey live in their own
@@ -68,7 +68,7 @@ CREATE TABLE message_links (
     PRIMARY KEY (channel, account_id, chat_id, message_id)
 ) WITHOUT ROWID;
 
--- Deliveries recorded before they are attempted (SPEC §8).
+-- Deliveries recorded before they are attempted (design §8).
 CREATE TABLE outbox (
     id               INTEGER PRIMARY KEY,
     idempotency_key  TEXT    NOT NULL UNIQUE,
@@ -92,7 +92,7 @@ CREATE TABLE outbox (
 CREATE INDEX outbox_state ON outbox (state, id);
 CREATE INDEX outbox_correlation ON outbox (correlation_id);
 
--- Questions the agent asked, waiting for an answer (SPEC §7).
+-- Questions the agent asked, waiting for an answer (design §7).
 CREATE TABLE clarifications (
     id                  TEXT PRIMARY KEY,
     channel             TEXT NOT NULL,
@@ -119,7 +119,7 @@ CREATE INDEX clarifications_expiry ON clarifications (expires_at) WHERE state = 
 CREATE INDEX clarifications_question
     ON clarifications (channel, account_id, chat_id, question_message_id);
 
--- Access control (SPEC §10).
+-- Access control (design §10).
 CREATE TABLE users (
     channel    TEXT NOT NULL,
     user_id    TEXT NOT NULL,

@@ -1,4 +1,4 @@
--- Schema 2: every platform call made for an outbox row and its result (SPEC §13 `trace`).
+-- Schema 2: every platform call made for an outbox row and its result (design §13 `trace`).
 --
 -- Append-only. `outcome` is 'sent' or the send error kind ('rate_limited', 'transient', ...);
 -- `detail` holds the sent message ids or the error message. Rows go with their outbox row

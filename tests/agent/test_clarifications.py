@@ -1,4 +1,4 @@
-"""``ask_clarification``: the run pauses with a question and the answer resumes it (SPEC §7)."""
+"""``ask_clarification``: the run pauses with a question and the answer resumes it (design §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""File tools through the whole graph: what the model writes is what gets presented (SPEC §8)."""
+"""File tools through the whole graph: what the model writes is what gets presented (design §8)."""
 
 from __future__ import annotations
 

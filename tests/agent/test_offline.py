@@ -1,4 +1,4 @@
-"""The offline echo model behind the real graph and backend (SPEC §2)."""
+"""The offline echo model behind the real graph and backend (design §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The remote backend end to end against a real ``langgraph dev`` server (SPEC §6, §7).
+"""The remote backend end to end against a real ``langgraph dev`` server (design §6, §7).
 
 One server per module serves this repo's graph against a module-wide fake model; each test
 scripts the model and only looks at the requests it caused.

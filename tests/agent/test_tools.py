@@ -1,4 +1,4 @@
-"""The built-in file tools on their own: confinement, limits and error strings (SPEC §6)."""
+"""The built-in file tools on their own: confinement, limits and error strings (design §6)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Delivery through the real adapter: the rendering ladder on ``invalid_blocks`` and error
-kinds as the kernel's outbox sees them (SPEC §8)."""
+kinds as the kernel's outbox sees them (design §8)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``switchboard`` as a user runs it, with Slack enabled against FakeSlack: ``check --online``
 probes it with ``auth.test``, and ``run`` serves Slack and Telegram at the same time
-(SPEC §13, §15). The fakes run on their own threads in this process; the daemon is a child."""
+(design §13, §15). The fakes run on their own threads in this process; the daemon is a child."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """HTTP Events mode: signatures checked by bolt, ``url_verification`` answered, and the route
-served by the daemon's own HTTP server when the daemon builds the adapter (SPEC §13, §14)."""
+served by the daemon's own HTTP server when the daemon builds the adapter (design §13, §14)."""
 
 from __future__ import annotations
 

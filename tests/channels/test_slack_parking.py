@@ -1,5 +1,5 @@
 """A refused Slack token parks the Slack channel while Telegram keeps working in the same
-daemon (SPEC §8 auth_failed, §12: one channel failing never stops the others)."""
+daemon (design §8 auth_failed, §12: one channel failing never stops the others)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Socket Mode connection handling: disconnect envelopes, dropped and stalled sockets, a
-refused app token — reconnects with health reported and no event lost (SPEC §12)."""
+refused app token — reconnects with health reported and no event lost (design §12)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The real adapter and real python-telegram-bot against FakeTelegram, through the daemon:
-DMs with streaming, groups, forum topics, replies to the bot and the command menu (SPEC §4, §14).
+DMs with streaming, groups, forum topics, replies to the bot and the command menu (design §4, §14).
 """
 
 from __future__ import annotations

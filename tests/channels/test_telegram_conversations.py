@@ -1,4 +1,4 @@
-"""Clarifications by inline button and by reply, and files coming in (SPEC §6, §7)."""
+"""Clarifications by inline button and by reply, and files coming in (design §6, §7)."""
 
 from __future__ import annotations
 

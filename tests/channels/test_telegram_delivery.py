@@ -1,5 +1,5 @@
 """Delivery to the fake Telegram: long answers, Markdown, files, 429, blocked bots and
-redelivered updates (SPEC §5, §8)."""
+redelivered updates (design §5, §8)."""
 
 from __future__ import annotations
 

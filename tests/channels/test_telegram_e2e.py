@@ -1,6 +1,6 @@
 """``switchboard run`` and ``switchboard check --online`` as a user runs them, against the fake
 Telegram and the fake model server: kill -9 during a turn still gives exactly one answer
-(SPEC §11, §13, §15)."""
+(design §11, §13, §15)."""
 
 from __future__ import annotations
 

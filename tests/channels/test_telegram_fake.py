@@ -1,7 +1,7 @@
 """The fake Telegram Bot API itself, driven by the real python-telegram-bot and by raw HTTP.
 
 The adapter's tests are only as good as this fake is strict, so these pin down the wire rules
-it enforces (PLATFORMS.md §1) and the test-side API (waiting, fault injection, webhooks).
+it enforces (design §17.1) and the test-side API (waiting, fault injection, webhooks).
 """
 
 from __future__ import annotations

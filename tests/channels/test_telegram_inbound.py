@@ -1,4 +1,4 @@
-"""Telegram updates → InboundMessage: mentions, topics, replies, files, buttons (SPEC §3, §14)."""
+"""Telegram updates → InboundMessage: mentions, topics, replies, files, buttons (design §3, §14)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Start, park, reconnect, webhook mode and probing of the Telegram channel (SPEC §12, §13, §14)."""
+"""Start, park, reconnect, webhook mode and probing of the Telegram channel (design §12-§14)."""
 
 from __future__ import annotations
 

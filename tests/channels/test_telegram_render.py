@@ -1,4 +1,4 @@
-"""Markdown → Telegram entities, error classification and the group window (SPEC §8)."""
+"""Markdown → Telegram entities, error classification and the group window (design §8)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """An event loop on its own daemon thread, for the loopback fakes.
 
 A fake that shares the test's loop can be starved by it (and deadlocks SDKs that block the
-loop), so each fake runs on a loop of its own (PLATFORMS.md, "Issues that affect every
+loop), so each fake runs on a loop of its own (design §17, "Issues that affect every
 platform").
 """
 

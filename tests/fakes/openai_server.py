@@ -1,4 +1,4 @@
-"""A loopback fake of an OpenAI-compatible chat completions endpoint (SPEC §15).
+"""A loopback fake of an OpenAI-compatible chat completions endpoint (design §15).
 
 It runs on its own thread with its own event loop, so a test's loop never serves it and a
 blocked test cannot starve it. Tests script replies in order (text, tool calls, HTTP errors,

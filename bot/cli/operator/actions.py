@@ -1,8 +1,8 @@
 """``outbox list|retry|purge`` and ``pairing list|approve|deny``: the operator's hands on the
-dead-letter queue and on access requests (SPEC §8, §10).
+dead-letter queue and on access requests (design §8, §10).
 
 Every change is written to the audit table as ``cli:<login name>``, like the chat admin
-commands are (SPEC §9). The running daemon needs no signal: its outbox worker looks for due
+commands are (design §9). The running daemon needs no signal: its outbox worker looks for due
 rows at least every ``IDLE_POLL_S`` seconds, and access checks read the store on each message.
 """
 

@@ -1,5 +1,5 @@
 """``status``, ``conversations``, ``trace``, ``users``, ``audit``, ``outbox`` and ``pairing``:
-the operator's view of the store (SPEC §13), safe while the daemon runs (see ``runner``).
+the operator's view of the store (design §13), safe while the daemon runs (see ``runner``).
 
 Every subcommand takes ``-c/--config`` (for ``state_dir`` and ``http``) and ``--json``. Exit
 status 0 means yes / done, 1 means no: not ready, nothing found, nothing to open. This module

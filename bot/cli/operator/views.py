@@ -1,5 +1,5 @@
 """``status``, ``conversations``, ``trace``, ``users`` and ``audit``: what the daemon and its
-store say (SPEC §13)."""
+store say (design §13)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``switchboard`` command as a user runs it: real subprocesses (SPEC §13)."""
+"""The ``switchboard`` command as a user runs it: real subprocesses (design §13)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The operator commands reading a store that the real daemon (fake channel and agent) wrote,
-and a live daemon's ``/readyz`` (SPEC §13).
+and a live daemon's ``/readyz`` (design §13).
 
 The acceptance paths run ``python -m bot`` as a subprocess, as an operator would; the rest call
 the same ``main()`` in-process, which keeps the module fast (an interpreter start costs ~1 s).

@@ -1,4 +1,4 @@
-"""Splitting Markdown for platform limits (SPEC §8 Length)."""
+"""Splitting Markdown for platform limits (design §8 Length)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Delivery through the outbox: retries by error kind, fallbacks, restart, files (SPEC §8)."""
+"""Delivery through the outbox: retries by error kind, fallbacks, restart, files (design §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Health, readiness and metrics on the daemon's HTTP server (SPEC §13)."""
+"""Health, readiness and metrics on the daemon's HTTP server (design §13)."""
 
 from __future__ import annotations
 

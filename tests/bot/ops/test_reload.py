@@ -1,4 +1,4 @@
-"""SIGHUP / ``/reload``: validation first, live settings, one channel restarted (SPEC §13)."""
+"""SIGHUP / ``/reload``: validation first, live settings, one channel restarted (design §13)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""sd_notify as systemd receives it: datagrams on a real unix socket (SPEC §13).
+"""sd_notify as systemd receives it: datagrams on a real unix socket (design §13).
 
 The daemon runs in-process with fake channels and agents (READY, watchdog pings and their
 absence while the event loop is blocked, RELOADING/READY around a reload, STOPPING), and as

@@ -1,4 +1,4 @@
-"""Channel supervision: backoff, parking, re-probing, stale links, budgets (SPEC §12)."""
+"""Channel supervision: backoff, parking, re-probing, stale links, budgets (design §12)."""
 
 from __future__ import annotations
 

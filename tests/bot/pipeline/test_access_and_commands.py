@@ -1,4 +1,4 @@
-"""Access control (SPEC §10) and commands (SPEC §9) through the real pipeline."""
+"""Access control (design §10) and commands (design §9) through the real pipeline."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Clarifying questions and their answers (SPEC §7)."""
+"""Clarifying questions and their answers (design §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-conversation lanes: busy policies, merging, no head-of-line blocking, /stop (SPEC §5)."""
+"""Per-conversation lanes: busy policies, merging, no head-of-line blocking, /stop (design §5)."""
 
 from __future__ import annotations
 

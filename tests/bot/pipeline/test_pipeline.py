@@ -1,4 +1,4 @@
-"""The one pipeline end to end: intake, dedupe, routing, lanes, delivery (SPEC §4, §5)."""
+"""The one pipeline end to end: intake, dedupe, routing, lanes, delivery (design §4, §5)."""
 
 from __future__ import annotations
 

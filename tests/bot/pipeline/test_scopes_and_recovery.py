@@ -1,4 +1,4 @@
-"""Group scopes (SPEC §4), uploads (SPEC §6), crash recovery and the instance lock (SPEC §11)."""
+"""Group scopes (design §4), uploads (§6), crash recovery and the instance lock (design §11)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A strict loopback fake of the Telegram Bot API for Switchboard's tests.
 
-Wire rules (PLATFORMS.md §1): ``POST /bot<TOKEN>/<method>`` with form or multipart bodies only
+Wire rules (design §17.1): ``POST /bot<TOKEN>/<method>`` with form or multipart bodies only
 (JSON and GET are refused with 400 because python-telegram-bot never sends them); a wrong token
 answers 401, an unknown method 404; success is ``200 {"ok": true, "result": ...}``, errors are
 non-2xx ``{"ok": false, "error_code", "description"}`` (+ ``parameters.retry_after``). Text is
