@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import cast
 
 from bot.config.settings import Settings
-from bot.errors import InstanceLocked, StoreError
-from bot.exit_codes import EXIT_OK, EXIT_TEMPFAIL
+from bot.errors import ConfigError, InstanceLocked, StoreError
+from bot.exit_codes import EXIT_CONFIG, EXIT_OK, EXIT_TEMPFAIL
 from bot.hub import ChannelHub
 from bot.kernel import Kernel, build_kernel
 from bot.ops.http import HttpServer, RouteTable
@@ -95,6 +95,9 @@ class Daemon:
         except StoreError as exc:
             logger.error("store unavailable: %s", exc)  # noqa: TRY400
             return EXIT_TEMPFAIL
+        except ConfigError as exc:
+            logger.error("configuration error: %s", exc)  # noqa: TRY400
+            return EXIT_CONFIG
         finally:
             lock.release()
 

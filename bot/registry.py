@@ -7,6 +7,7 @@ channel's SDK is never imported and the import graph points into the kernel only
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from enum import StrEnum
 
 from bot.errors import ConfigError
@@ -43,6 +44,19 @@ def import_path(kind: EdgeKind, name: str) -> str:
     except KeyError:
         known = ", ".join(sorted(IMPORT_PATHS[kind]))
         raise ConfigError(f"unknown {kind} {name!r} (known: {known})") from None
+
+
+def ensure_available(kind: EdgeKind, name: str) -> None:
+    """Raise ``ConfigError`` when the edge registered under ``name`` is not shipped in this
+    build; its module is located, not imported (no SDK is loaded)."""
+    path = import_path(kind, name)
+    module_name = path.partition(":")[0]
+    try:
+        found = importlib.util.find_spec(module_name)
+    except ModuleNotFoundError:
+        found = None
+    if found is None:
+        raise ConfigError(f"{kind} {name!r} is not available in this build ({path})")
 
 
 def load(kind: EdgeKind, name: str) -> object:

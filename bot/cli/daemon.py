@@ -11,8 +11,10 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.cli.options import Subcommands, add_config_option, load_config
+from bot.cli.options import CommandFailed, Subcommands, add_config_option, load_config
 from bot.config.settings import Settings
+from bot.errors import ConfigError
+from bot.registry import EdgeKind, ensure_available
 
 if TYPE_CHECKING:
     from bot.cli.probes import ProbeResult
@@ -86,6 +88,12 @@ def _chat_settings(settings: Settings) -> Settings:
 
 def _check(path: Path, settings: Settings, *, as_json: bool, online: bool) -> int:
     enabled = sorted(settings.channels.enabled())
+    try:
+        for name in enabled:
+            ensure_available(EdgeKind.CHANNEL, name)
+        ensure_available(EdgeKind.AGENT, settings.agent.backend)
+    except ConfigError as exc:
+        raise CommandFailed(f"configuration error\n{exc}", EXIT_CONFIG) from None
     model = settings.agent.model
     summary: dict[str, object] = {
         "config": str(path),
