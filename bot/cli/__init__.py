@@ -1,7 +1,8 @@
 """The ``switchboard`` command line (design §13); ``python -m bot`` runs the same.
 
-Each module adds its subcommands: ``daemon`` (run, chat, check, init), ``operator`` (status,
-conversations, outbox, pairing, trace) and ``service`` (systemd units).
+Each module adds its subcommands: ``daemon`` (run, chat, check, init; ``probes`` answers
+``check --online``), ``operator.parsers`` (status, conversations, trace, users, audit, outbox,
+pairing; handlers in ``operator/``) and ``service`` (systemd units; their text is ``unit``).
 """
 
 from __future__ import annotations
