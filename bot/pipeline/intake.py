@@ -51,19 +51,24 @@ class Intake:
             for _ in admitted:
                 self._bus.release()
             raise
+        # Every reservation is settled before the first await below: a failure while noting
+        # duplicates can then neither leak bus capacity nor strand a recorded message.
         admissions: list[Admission] = []
+        duplicates: list[InboundMessage] = []
         for (message, correlation_id), entry_id in zip(entries, entry_ids, strict=True):
             if entry_id is None:
                 self._bus.release()
-                await self._store.inbound.count_duplicate(message)
-                self._counters.inbound(message.channel, DropReason.DUPLICATE)
-                log_drop(message, DropReason.DUPLICATE)
+                duplicates.append(message)
                 admissions.append(Admission.DUPLICATE)
                 continue
             self._bus.put_reserved(
                 Accepted(entry_id=entry_id, message=message, correlation_id=correlation_id)
             )
             admissions.append(Admission.ACCEPTED)
+        for message in duplicates:
+            self._counters.inbound(message.channel, DropReason.DUPLICATE)
+            log_drop(message, DropReason.DUPLICATE)
+            await self._store.inbound.count_duplicate(message)
         return admissions + refused
 
     def _reserve(self, messages: Sequence[InboundMessage]) -> Sequence[InboundMessage]:
