@@ -1,4 +1,5 @@
-"""``async with`` for resources that have ``start()`` and ``aclose()`` (design §18 (P5)).
+"""Lifecycle helpers: ``async with`` for resources that have ``start()`` and ``aclose()``
+(design §18 (P5)), and cancelling a task without swallowing the caller's own cancellation.
 
 If ``start`` fails, ``aclose`` still runs before the error propagates, so a half-opened
 resource never leaks (PTB ``Application.__aenter__``).
@@ -6,8 +7,9 @@ resource never leaks (PTB ``Application.__aenter__``).
 
 from __future__ import annotations
 
+import asyncio
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 
 class StartClose:
@@ -32,3 +34,19 @@ class StartClose:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+async def cancel_and_wait(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` and wait until it has finished.
+
+    Its ``CancelledError`` is absorbed, but not the caller's own: if the caller is cancelled
+    while it waits (a shutdown cancelling a close), that cancellation still propagates, which
+    ``contextlib.suppress(CancelledError)`` would swallow.
+    """
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise

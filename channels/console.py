@@ -9,7 +9,6 @@ accepted has been answered.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import os
@@ -22,6 +21,7 @@ from typing import TextIO
 from typing_extensions import override
 
 from bot.config.settings import Settings
+from bot.lifecycle import cancel_and_wait
 from bot.messages import (
     Attachment,
     ChatType,
@@ -87,9 +87,7 @@ class ConsoleChannel(BaseChannel):
 
     async def _stop_reader(self) -> None:
         if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            await cancel_and_wait(self._reader)
             self._reader = None
 
     async def _read_lines(self) -> None:

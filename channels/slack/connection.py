@@ -45,6 +45,7 @@ from typing_extensions import override
 
 from bot.backoff import Backoff
 from bot.errors import AuthFailed, ChannelError, SendError, SendErrorKind, TransientSendError
+from bot.lifecycle import cancel_and_wait
 from bot.ports import ChannelHealth
 from channels.slack.errors import translate
 
@@ -168,9 +169,7 @@ class SocketLink:
     async def close(self) -> None:
         self._web.closing.set()
         if self._watchdog is not None:
-            self._watchdog.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watchdog
+            await cancel_and_wait(self._watchdog)
             self._watchdog = None
         if self._handler is not None:
             handler, self._handler = self._handler, None

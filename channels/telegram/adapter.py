@@ -17,7 +17,6 @@ in ``ratelimit.py``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 from collections import OrderedDict
@@ -30,6 +29,7 @@ from typing_extensions import override
 
 from bot.config.settings import Settings
 from bot.errors import AuthFailed, ChannelError, ConfigError, SendError, TransientSendError
+from bot.lifecycle import cancel_and_wait
 from bot.messages import (
     Attachment,
     Destination,
@@ -210,9 +210,7 @@ class TelegramChannel(BaseChannel):
         task, self._poll_task = self._poll_task, None
         if task is None:
             return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait(task)
         if self._poller is not None:
             await self._poller.confirm()
 
