@@ -52,7 +52,8 @@ class ProgressStream:
         group = ctx.destination.chat_type is ChatType.GROUP
         self._interval = caps.progress_interval_group_s if group else caps.progress_interval_dm_s
         self._quiet_s = min(QUIET_START_S, self._interval)
-        self._text = ""
+        self._parts: list[str] = []
+        """The streamed text in pieces; joined when read (``+=`` is quadratic on long streams)."""
         self._shown = ""
         self._changed = asyncio.Event()
         self._placeholder_ready = asyncio.Event()
@@ -63,7 +64,9 @@ class ProgressStream:
 
     @property
     def text(self) -> str:
-        return self._text
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
 
     def start(self) -> None:
         """Begin showing progress once the quiet start has passed (a turn that ends sooner
@@ -80,7 +83,7 @@ class ProgressStream:
             self._tasks.append(asyncio.create_task(self._edits(), name=f"progress:{name}"))
 
     def add_text(self, delta: str) -> None:
-        self._text += delta
+        self._parts.append(delta)
         self._changed.set()
 
     async def close(self) -> str | None:
@@ -93,11 +96,13 @@ class ProgressStream:
             self._quiet.cancel()
             self._quiet = None
         if self._creating is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._creating)
+            await asyncio.wait([self._creating])  # finished either way; its error is logged below
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        results = await asyncio.gather(*self._tasks, return_exceptions=True)
+        for task, result in zip(self._tasks, results, strict=True):
+            if isinstance(result, Exception):
+                logger.error("progress task %s failed", task.get_name(), exc_info=result)
         self._tasks.clear()
         return self.placeholder_id
 
@@ -132,7 +137,7 @@ class ProgressStream:
 
     def _visible(self) -> str:
         caps = self._channel.capabilities
-        text = self._text.strip() + CURSOR
+        text = self.text.strip() + CURSOR
         while measure(text, caps.text_unit) > caps.text_limit and len(text) > 1:
             text = text[: max(1, len(text) * 9 // 10)]
         return text

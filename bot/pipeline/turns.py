@@ -136,7 +136,7 @@ class TurnRunner:
         self, request: TurnRequest, channel: Channel, ctx: ReplyContext, token: CancelToken
     ) -> str:
         assert ctx.thread_id is not None  # noqa: S101 - set by __call__
-        workspace = self._workspace(ctx.thread_id)
+        workspace = await self._workspace(ctx.thread_id)
         turn = await self._build_turn(request, channel, workspace)
         stream = ProgressStream(
             channel, self._outbox.send_now, self._limiter, ctx.tagged("placeholder")
@@ -161,12 +161,12 @@ class TurnRunner:
             await self._fail(scope, "something went wrong on our side")
             return "error"
 
-    def _workspace(self, thread_id: str) -> ThreadWorkspace:
+    async def _workspace(self, thread_id: str) -> ThreadWorkspace:
         """The thread's workspace, its directories made on the thread's first turn here."""
         workspace = self._workspaces.get(thread_id)
         if workspace is None:
             workspace = ThreadWorkspace.for_thread(self._settings().state_dir, thread_id)
-            workspace.create()
+            await asyncio.to_thread(workspace.create)
             if len(self._workspaces) >= WORKSPACES_REMEMBERED:
                 self._workspaces.clear()
             self._workspaces[thread_id] = workspace
@@ -232,7 +232,8 @@ class TurnRunner:
             extra_files.append(PresentedFile(path=answer_path, name="answer.md"))
             chunks = split_reply(long_answer_summary(final.text, caps), caps)
         deliveries = plan_chunks(ctx, chunks, caps, placeholder_id=placeholder)
-        uploads, notes = plan_files(ctx, [*extra_files, *final.files], scope.workspace, caps)
+        presented = [*extra_files, *final.files]
+        uploads, notes = await asyncio.to_thread(plan_files, ctx, presented, scope.workspace, caps)
         if notes:
             deliveries += plan_text(ctx, "\n".join(notes), caps, kind=OutboundKind.NOTICE)[:1]
         deliveries += uploads

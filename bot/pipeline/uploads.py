@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 from bot.errors import ChannelError
 from bot.messages import InboundMessage
@@ -39,9 +40,15 @@ async def save_uploads(
                 logger.warning("download failed channel=%s name=%s: %s", channel.name, name, exc)
                 notes.append(f"The attachment {name!r} could not be downloaded ({exc}).")
                 continue
-            path = unique_path(workspace.uploads, name)
-            await asyncio.to_thread(path.write_bytes, data)
+            path = await asyncio.to_thread(_write_new, workspace, name, data)
             saved.append(
                 SavedUpload(name=path.name, path=path, mime=attachment.mime, size=len(data))
             )
     return tuple(saved), tuple(notes)
+
+
+def _write_new(workspace: ThreadWorkspace, name: str, data: bytes) -> Path:
+    """Write ``data`` under a name not taken yet (file-system calls: run off the loop)."""
+    path = unique_path(workspace.uploads, name)
+    path.write_bytes(data)
+    return path

@@ -217,5 +217,5 @@ class SocketLink:
             if not client.connect_operation_lock.locked():
                 try:
                     await client.connect_to_new_endpoint()
-                except Exception as exc:  # noqa: BLE001 - the SDK's monitor retries too
-                    logger.info("slack: reconnect failed: %s", exc)
+                except Exception:  # the SDK's own monitor retries too
+                    logger.warning("reconnect failed; retrying", exc_info=True)
