@@ -103,7 +103,15 @@ class TurnRunner:
             await self._mark(request, InboundStatus.FAILED, "channel not running")
             return
         started = time.monotonic()
-        conversation = await self._thread_for(request)
+        try:
+            conversation = await self._thread_for(request)
+        except AgentError as exc:
+            await self._no_thread(request, channel, exc)
+            return
+        except Exception:
+            logger.exception("creating a thread crashed key=%s", request.key.describe())
+            await self._no_thread(request, channel, AgentError("an internal error"))
+            return
         ctx = ReplyContext(
             key=request.key,
             thread_id=conversation,
@@ -126,6 +134,24 @@ class TurnRunner:
                 request.key.describe(), conversation, ctx.correlation_id, outcome,
                 time.monotonic() - started,
             )  # fmt: skip
+
+    async def _no_thread(self, request: TurnRequest, channel: Channel, exc: AgentError) -> None:
+        """No thread could be had (the agent server is down): say so like any failed turn,
+        with a reference id, and mark the messages failed."""
+        reference = request.items[-1].correlation_id if request.items else "no-thread"
+        logger.warning("no thread correlation=%s: %s", reference, exc.detail or exc)
+        ctx = ReplyContext(
+            key=request.key,
+            thread_id=None,
+            destination=request.destination,
+            reply_to=request.items[-1].message.message_id if request.items else None,
+            correlation_id=reference,
+        )
+        text = failure_text(exc.reason, reference)
+        deliveries = plan_text(ctx, text, channel.capabilities)
+        await self._outbox.submit(_items(ctx, deliveries))
+        await self._mark(request, InboundStatus.FAILED, f"no thread: {exc.reason}")
+        self._counters.run_seconds.labels(outcome="agent_error").observe(0.0)
 
     async def _thread_for(self, request: TurnRequest) -> str:
         if request.answered is not None:

@@ -38,6 +38,8 @@ class FakeAgent:
     cancelled: list[str] = field(default_factory=list)
     files_to_present: list[PresentedFile] = field(default_factory=list)
     reply_override: str | None = None
+    thread_failures: list[AgentError] = field(default_factory=list)
+    """Errors the next ``create_thread`` calls raise, in order (an unreachable server)."""
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(1)
@@ -56,6 +58,8 @@ class FakeAgent:
         self.closed = True
 
     async def create_thread(self) -> str:
+        if self.thread_failures:
+            raise self.thread_failures.pop(0)
         self.threads_created += 1
         return f"t{next(self._ids)}"
 

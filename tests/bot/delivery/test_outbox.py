@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.errors import Forbidden, InvalidRequest, RateLimited, TransientSendError
+from bot.errors import AgentError, Forbidden, InvalidRequest, RateLimited, TransientSendError
 from bot.messages import OutboundFile, OutboundText, RenderMode
 from bot.ports import ChannelCapabilities, PresentedFile
-from bot.records import OutboxState
+from bot.records import InboundStatus, OutboxState
 from bot.workspace import ThreadWorkspace
 from tests.bot.harness import make_settings, routed, running
 from tests.fakes.agent import FakeAgent
@@ -87,6 +87,22 @@ async def test_agent_error_gives_a_clear_final_with_reference(tmp_path: Path) ->
     assert "the model could not be reached" in final.text
     assert "(ref `" in final.text
     assert "Traceback" not in final.text
+
+
+async def test_a_thread_that_cannot_be_created_gets_a_final_with_reference(
+    tmp_path: Path,
+) -> None:
+    channel = FakeChannel()
+    agent = FakeAgent(thread_failures=[AgentError("The agent server could not be reached.")])
+    async with running(make_settings(tmp_path), [channel], agent) as daemon:
+        await channel.inject(dm("hello", message_id="1"))
+        final = await channel.wait_text("Sorry")
+        (entry,) = await daemon.kernel.store.inbound.find("fake", "1")
+        await channel.inject(dm("hello again", message_id="2"))
+        await channel.wait_text("echo: hello again")  # the next message gets its thread
+    assert "the agent server could not be reached" in final.text
+    assert "(ref `" in final.text
+    assert entry.status is InboundStatus.FAILED
 
 
 async def test_timeout_gives_a_final_and_cancels_the_run(tmp_path: Path) -> None:
