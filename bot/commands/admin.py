@@ -124,4 +124,7 @@ def register_admin_commands(registry: CommandRegistry) -> None:
         ("resume", "/resume [channel]", "take new turns again", _resume),
         ("reload", "/reload", "re-read the configuration file", _reload),
     ):
-        registry.add(Command(name=name, usage=usage, summary=summary, handler=handler, admin=True))
+        slow = name == "reload"  # re-reads the file and restarts channels
+        registry.add(
+            Command(name=name, usage=usage, summary=summary, handler=handler, admin=True, slow=slow)
+        )

@@ -38,6 +38,8 @@ class CommandCall:
     raw_args: str
     role: Role
     env: CommandEnv
+    stopped: tuple[bool, int] = (False, 0)
+    """For a command that ``stops_conversation``: (a reply was running, messages dropped)."""
 
     @property
     def actor(self) -> str:
@@ -54,6 +56,12 @@ class Command:
     summary: str
     handler: Handler
     admin: bool = False
+    slow: bool = False
+    """Touches the agent or the network: runs on the conversation's lane with a deadline,
+    never on the router task, so one slow agent server cannot stall every chat."""
+    stops_conversation: bool = False
+    """Stops the conversation's running reply and queued messages first, on the router, before
+    the command itself waits its turn in the lane (``/new``)."""
 
 
 class CommandRegistry:
@@ -65,6 +73,10 @@ class CommandRegistry:
 
     def get(self, name: str) -> Command | None:
         return self._commands.get(name)
+
+    def command(self, name: str) -> Command:
+        """A registered command (the router only dispatches parsed, registered names)."""
+        return self._commands[name]
 
     @property
     def names(self) -> frozenset[str]:

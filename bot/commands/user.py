@@ -12,8 +12,8 @@ async def _help(call: CommandCall, registry: CommandRegistry) -> str:
 
 
 async def _new(call: CommandCall) -> str:
-    """A fresh thread; work still pending for the old one is stopped, and said so."""
-    was_running, cleared = await call.env.stop_conversation(call.key)
+    """A fresh thread; work still pending for the old one was stopped, and said so."""
+    was_running, cleared = call.stopped
     conversation = await call.env.sessions.new_thread(call.key)
     reply = f"Started a new conversation (thread {code(conversation.thread_id)})."
     if was_running or cleared:
@@ -74,9 +74,14 @@ def register_user_commands(registry: CommandRegistry) -> None:
     for name, usage, summary, handler in (
         ("help", "/help", "list the commands you can use", help_handler),
         ("start", "/start", "say hello and list the commands (sent by Telegram clients)", start),
-        ("new", "/new", "start a fresh conversation (the old one is kept)", _new),
         ("stop", "/stop", "stop the running reply and drop queued messages", _stop),
         ("status", "/status", "show this conversation's thread and state", _status),
         ("whoami", "/whoami", "show your channel, user id and role", _whoami),
     ):
         registry.add(Command(name=name, usage=usage, summary=summary, handler=handler))
+    registry.add(
+        Command(
+            name="new", usage="/new", summary="start a fresh conversation (the old one is kept)",
+            handler=_new, slow=True, stops_conversation=True,
+        )
+    )  # fmt: skip

@@ -40,19 +40,24 @@ class CancelToken:
     reason: CancelReason | None = None
 
 
+LaneWork = Callable[[], Coroutine[object, object, None]]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnRequest:
-    """Work for one lane: inbound messages, or the answer to a pending question."""
+    """Work for one lane: inbound messages, the answer to a pending question, or a slow
+    command (``work``) that must run in the conversation's order but is no agent run."""
 
     key: ConversationKey
     destination: Destination
     items: tuple[Accepted, ...]
     answered: Clarification | None = None
     answer: str | None = None
+    work: LaneWork | None = None
 
     @property
     def mergeable(self) -> bool:
-        return self.answered is None
+        return self.answered is None and self.work is None
 
 
 def merge(requests: list[TurnRequest]) -> TurnRequest:
@@ -152,6 +157,9 @@ class Lanes:
         try:
             while lane.pending:
                 request = self._next(lane)
+                if request.work is not None:
+                    await self._turn(lane, request)  # no agent run: takes no global slot
+                    continue
                 async with self._slots:
                     await self._turn(lane, request)
         finally:
@@ -167,7 +175,7 @@ class Lanes:
         token = lane.token = CancelToken()
         lane.running = True
         try:
-            await self._runner(request, token)
+            await (request.work() if request.work is not None else self._runner(request, token))
         except asyncio.CancelledError:
             if token.reason is None:
                 raise  # the driver itself is being cancelled

@@ -6,6 +6,8 @@ lookups, so it never waits on an agent. Turns run in their conversation's lane.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -38,6 +40,9 @@ logger = logging.getLogger(__name__)
 QUEUED_NOTICE = "⏳ Queued — I'll answer after the current reply."
 BUSY_NOTICE = "I'm still working on your previous message. Wait for it, or send /stop."
 STALE_BUTTON_NOTICE = "That question was already answered or has expired."
+
+SLOW_COMMAND_DEADLINE_S = 60.0
+"""A command that waits on the agent or the network (``/new``, ``/reload``) answers within this."""
 
 # Outcomes of routing one message besides the drop reasons (the metric's ``outcome`` label).
 ACCEPTED = "accepted"
@@ -203,20 +208,42 @@ class Router:
 
     async def _command(self, item: Accepted, parsed: ParsedCommand, role: Role) -> str:
         key = await self._sessions.key_for(item.message)
+        command = self._commands.command(parsed.name)
+        stopped = (False, 0)
+        if command.stops_conversation and (role is Role.ADMIN or not command.admin):
+            stopped = await self.stop_conversation(key)
         call = CommandCall(
             message=item.message, key=key, args=parsed.args, raw_args=parsed.raw_args,
-            role=role, env=self._command_env,
+            role=role, env=self._command_env, stopped=stopped,
         )  # fmt: skip
+        answer = functools.partial(self._answer_command, item, call, parsed.name)
+        if not command.slow:
+            await answer()
+            return COMMAND
+        request = TurnRequest(
+            key=key, destination=destination_for(item.message, key), items=(item,), work=answer
+        )
+        self._lanes.submit(request, self._settings().conversations.busy_policy)
+        return COMMAND
+
+    async def _answer_command(self, item: Accepted, call: CommandCall, name: str) -> None:
         started = time.monotonic()
-        reply = await self._commands.dispatch(parsed.name, call)
-        await self._send(item, key, reply, OutboundKind.COMMAND, "command")
-        await self._finish(item, f"command /{parsed.name}")
+        try:
+            async with asyncio.timeout(SLOW_COMMAND_DEADLINE_S):
+                reply = await self._commands.dispatch(name, call)
+        except TimeoutError:
+            logger.warning("command /%s timed out correlation=%s", name, item.correlation_id)
+            reply = (
+                f"⚠️ `/{name}` did not finish in time (the agent or a platform is slow). "
+                "Try again in a moment."
+            )
+        await self._send(item, call.key, reply, OutboundKind.COMMAND, "command")
+        await self._finish(item, f"command /{name}")
         logger.info(
             "command /%s key=%s correlation=%s role=%s duration=%.3fs",
-            parsed.name, key.describe(), item.correlation_id, role,
+            name, call.key.describe(), item.correlation_id, call.role,
             time.monotonic() - started,
         )  # fmt: skip
-        return COMMAND
 
     async def stop_conversation(self, key: ConversationKey) -> tuple[bool, int]:
         was_running, cleared = self._lanes.stop(key)

@@ -40,6 +40,8 @@ class FakeAgent:
     reply_override: str | None = None
     thread_failures: list[AgentError] = field(default_factory=list)
     """Errors the next ``create_thread`` calls raise, in order (an unreachable server)."""
+    thread_gate: asyncio.Event | None = None
+    """While set to an unset event, ``create_thread`` waits for it (a slow agent server)."""
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(1)
@@ -60,6 +62,8 @@ class FakeAgent:
     async def create_thread(self) -> str:
         if self.thread_failures:
             raise self.thread_failures.pop(0)
+        if self.thread_gate is not None:
+            await self.thread_gate.wait()
         self.threads_created += 1
         return f"t{next(self._ids)}"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -184,3 +185,26 @@ async def test_messages_from_other_bots_are_dropped(tmp_path: Path) -> None:
         (entry,) = await daemon.kernel.store.inbound.find("fake", "1")
     assert entry.reason == "from_bot"
     assert agent.runs == []
+
+
+async def test_new_waiting_on_a_slow_agent_server_does_not_stall_other_chats(
+    tmp_path: Path,
+) -> None:
+    settings = make_settings(tmp_path, access={"dm_policy": "open"})
+    channel, agent = FakeChannel(), FakeAgent()
+    async with running(settings, [channel], agent):
+        await channel.inject(dm("hello", message_id="1", user="alice"))
+        await channel.inject(dm("hi", message_id="2", user="bob"))
+        await channel.wait_text("echo: hi")
+        await channel.wait_text("echo: hello")
+        agent.thread_gate = gate = asyncio.Event()
+        await channel.inject(dm("/new", message_id="3", user="alice"))
+        await channel.inject(dm("after new", message_id="4", user="alice"))
+        await channel.inject(dm("still there?", message_id="5", user="bob"))
+        await channel.wait_text("echo: still there?")  # bob is answered while alice's /new waits
+        assert not [s for s in channel.sent if "Started a new conversation" in s.text]
+        gate.set()
+        started = await channel.wait_text("Started a new conversation")
+        after = await channel.wait_text("echo: after new")
+    assert channel.sent.index(started) < channel.sent.index(after)  # alice's order holds
+    assert [run.thread_id for run in agent.runs if run.turn.text == "after new"] == ["t3"]
