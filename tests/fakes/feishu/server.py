@@ -1,0 +1,233 @@
+"""The HTTP side of the fake: one aiohttp app on 127.0.0.1:0, on its own thread and loop.
+
+Each REST request is decoded, checked against scripted faults, then the bearer token, then
+handed to its handler under the fake's lock; the call is recorded (with the code answered)
+before the answer goes out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import secrets
+import time
+from collections import deque
+from typing import Any
+
+from aiohttp import BodyPartReader, web
+from typing_extensions import override
+
+from tests.fakes.feishu import codes
+from tests.fakes.feishu.auth import Credentials
+from tests.fakes.feishu.cardkit import CardKit
+from tests.fakes.feishu.longconn import LongConn
+from tests.fakes.feishu.media import Media
+from tests.fakes.feishu.messages import Messages
+from tests.fakes.feishu.reactions import Reactions
+from tests.fakes.feishu.records import ApiError, Call, Fault, Guard
+from tests.fakes.feishu.wire import ApiRequest, FilePart, Raw, Reply, Route, TopLevel
+from tests.fakes.feishu.world import World
+from tests.fakes.loop_thread import LoopServer
+
+_MAX_BODY = 64 * 1024 * 1024
+_FILE_FIELDS = frozenset({"image", "file"})
+
+
+def matches(pattern: str, call_name: str, method: str, path: str) -> bool:
+    """A fault pattern names an API (``im.message.create``, globs allowed) or a request
+    (``"POST /open-apis/im/v1/messages*"``, or just a path glob)."""
+    return any(
+        fnmatch.fnmatchcase(target, pattern) for target in (call_name, f"{method} {path}", path)
+    )
+
+
+class FeishuServer(LoopServer):
+    def __init__(self, world: World, guard: Guard) -> None:
+        super().__init__("fake-feishu")
+        self.world = world
+        self.guard = guard
+        self.port = 0
+        self.calls: list[Call] = []
+        self.faults: deque[Fault] = deque()
+        self.creds = Credentials(world, lambda: self.origin)
+        self.longconn = LongConn(guard, self.creds)
+        self.routes: list[Route] = [
+            *self.creds.routes(),
+            *Messages(world).routes(),
+            *Reactions(world).routes(),
+            *Media(world).routes(),
+            *CardKit(world).routes(),
+        ]
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._thread.loop
+        if loop is None:
+            raise RuntimeError("FakeFeishu is not running")
+        return loop
+
+    def run(self, coro: Any, timeout: float = 10.0) -> Any:
+        """Run a coroutine on the fake's loop and wait for it (never call from that loop)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=timeout)
+
+    # ------------------------------------------------------------------ lifecycle (loop)
+
+    @override
+    async def _astart(self) -> None:
+        app = web.Application(client_max_size=_MAX_BODY)
+        for route in self.routes:
+            app.router.add_route(route.method, route.path, self._endpoint(route))
+        app.router.add_get("/ws", self.longconn.handle)
+        app.router.add_route("*", "/{tail:.*}", self._unknown)
+        self._runner = web.AppRunner(
+            app, shutdown_timeout=1.0, access_log=None, handler_cancellation=True
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        await self.longconn.start()
+
+    @override
+    async def _astop(self) -> None:
+        await self.longconn.stop()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await asyncio.get_running_loop().shutdown_asyncgens()
+
+    # ------------------------------------------------------------------ requests (loop)
+
+    def _endpoint(self, route: Route) -> Any:
+        async def endpoint(request: web.Request) -> web.StreamResponse:
+            return await self._serve(route, request)
+
+        return endpoint
+
+    async def _unknown(self, request: web.Request) -> web.StreamResponse:
+        api = await _decode(request, {})
+        self._record("unknown", request, api, 404, 404)
+        return web.Response(status=404, text="404 page not found")
+
+    async def _serve(self, route: Route, request: web.Request) -> web.StreamResponse:
+        params = dict(request.match_info)
+        try:
+            api = await _decode(request, params)
+        except ApiError as error:
+            api = ApiRequest(params=params, query=dict(request.query), body=None)
+            self._record(route.name, request, api, error.http_status, error.code)
+            return _error(error)
+        with self.guard:
+            try:
+                self._gate(route, request)
+                reply = route.handler(api)
+            except ApiError as error:
+                self._record(route.name, request, api, error.http_status, error.code)
+                return _error(error)
+            self._record(route.name, request, api, 200, 0)
+        return _success(reply)
+
+    def _gate(self, route: Route, request: web.Request) -> None:
+        for fault in self.faults:
+            if matches(fault.pattern, route.name, request.method, request.path):
+                self.faults.remove(fault)
+                raise ApiError(
+                    fault.code, fault.msg, http_status=fault.http_status, headers=fault.headers
+                )
+        if not route.auth:
+            return
+        token = _bearer(request)
+        if token is None:
+            raise ApiError(codes.TOKEN_MISSING, codes.TOKEN_MISSING_MSG)
+        if token != self.world.token:
+            raise ApiError(codes.TOKEN_INVALID, codes.TOKEN_INVALID_MSG)
+
+    def _record(
+        self, name: str, request: web.Request, api: ApiRequest, status: int, code: int
+    ) -> None:
+        call = Call(
+            name=name,
+            method=request.method,
+            path=request.path,
+            query=dict(request.query),
+            json=api.body,
+            form=dict(api.form),
+            files={k: (p.filename, len(p.data)) for k, p in api.files.items()},
+            headers=dict(request.headers),
+            token=_bearer(request),
+            path_params=dict(api.params),
+            at=time.monotonic(),
+            http_status=status,
+            code=code,
+        )
+        with self.guard:
+            self.calls.append(call)
+
+
+def _bearer(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    if not header.startswith("Bearer "):
+        return None
+    return header.removeprefix("Bearer ").strip() or None
+
+
+async def _decode(request: web.Request, params: dict[str, str]) -> ApiRequest:
+    query = dict(request.query)
+    if request.content_type == "multipart/form-data":
+        form, files = await _multipart(request)
+        return ApiRequest(params=params, query=query, body=None, form=form, files=files)
+    if request.content_type == "application/x-www-form-urlencoded":
+        form = {k: str(v) for k, v in (await request.post()).items()}
+        return ApiRequest(params=params, query=query, body=None, form=form)
+    raw = await request.read()
+    body = None
+    if raw:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            raise codes.field_error("body is not JSON") from None
+    return ApiRequest(params=params, query=query, body=body)
+
+
+async def _multipart(request: web.Request) -> tuple[dict[str, str], dict[str, FilePart]]:
+    """Text fields and file parts. A part counts as a file if it has a filename or is the
+    ``image``/``file`` field: the SDK's sync uploads send ``BytesIO`` without a filename."""
+    form: dict[str, str] = {}
+    files: dict[str, FilePart] = {}
+    reader = await request.multipart()
+    while (part := await reader.next()) is not None:
+        if not isinstance(part, BodyPartReader) or part.name is None:
+            continue
+        data = await part.read()
+        if part.filename is not None or part.name in _FILE_FIELDS:
+            kind = part.headers.get("Content-Type", "application/octet-stream")
+            files[part.name] = FilePart(part.filename or "", bytes(data), kind)
+        else:
+            form[part.name] = bytes(data).decode()
+    return form, files
+
+
+def _headers() -> dict[str, str]:
+    return {"X-Tt-Logid": secrets.token_hex(16)}
+
+
+def _success(reply: Reply) -> web.StreamResponse:
+    if isinstance(reply, Raw):
+        headers = {**_headers(), **reply.headers}
+        return web.Response(body=reply.body, content_type=reply.content_type, headers=headers)
+    if isinstance(reply, TopLevel):
+        body: dict[str, Any] = {"code": 0, "msg": reply.msg, **reply.fields}
+    else:
+        body = {"code": 0, "msg": "success", "data": reply}
+    return web.json_response(body, headers=_headers())
+
+
+def _error(error: ApiError) -> web.StreamResponse:
+    body = {"code": error.code, "msg": error.msg, "error": {"log_id": secrets.token_hex(16)}}
+    headers = {**_headers(), **error.headers}
+    return web.json_response(body, status=error.http_status, headers=headers)
