@@ -186,11 +186,13 @@ class SqliteOutboxStore(OutboxStore):
         )
 
     @override
-    async def mark_retry(self, row_id: int, error: str, next_attempt_at: datetime) -> None:
+    async def mark_retry(
+        self, row_id: int, error: str, next_attempt_at: datetime, *, counts: bool = True
+    ) -> None:
         await self._db.execute(
-            "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?,"
+            "UPDATE outbox SET attempts = attempts + ?, last_error = ?, next_attempt_at = ?,"
             " updated_at = ? WHERE id = ?",
-            (error, to_db_time(next_attempt_at), self._now(), row_id),
+            (int(counts), error, to_db_time(next_attempt_at), self._now(), row_id),
         )
 
     @override

@@ -9,6 +9,7 @@ outbox's (``bot.delivery.outbox``).
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -89,7 +90,7 @@ class Attempts:
             return await self._dead(row, "destination unreachable (forbidden or not found)")
         if not self._hub.usable(key[0]):
             reason = f"channel {key[0]} is {self._hub.state(key[0])}"
-            return await self._retry_later(row, reason, self._clock() + PARKED_RETRY)
+            return await self._retry_later(row, reason, self._clock() + PARKED_RETRY, counts=False)
         if not isinstance(delivery, ReactionMark):
             # Reactions are not messages: platforms rate-limit them separately.
             await self._limiter.acquire(key)
@@ -112,23 +113,29 @@ class Attempts:
         )  # fmt: skip
         if exc.kind is SendErrorKind.AUTH_FAILED:
             self._hub.set_state(key[0], ChannelState.PARKED, "auth_failed")
-            return await self._retry_later(row, str(exc), self._clock() + PARKED_RETRY)
+            at = self._clock() + PARKED_RETRY
+            return await self._retry_later(row, str(exc), at, counts=False)
         if exc.kind in (SendErrorKind.FORBIDDEN, SendErrorKind.TARGET_NOT_FOUND):
             self._unreachable.add(key)
-        attempts = row.attempts + 1
-        delay = self._backoff.delay(attempts)
-        if exc.kind is SendErrorKind.RATE_LIMITED:
+        # A rate limit says "later", not "failed": it costs no attempt and no backoff step.
+        rate_limited = exc.kind is SendErrorKind.RATE_LIMITED
+        attempts = row.attempts + (0 if rate_limited else 1)
+        delay = self._backoff.delay(max(1, attempts))
+        if rate_limited:
+            wait = exc.retry_after if exc.retry_after is not None else delay
             # Every send to this chat waits, also when this row (a progress update) is dropped.
-            delay = exc.retry_after if exc.retry_after is not None else delay
-            self._limiter.block(key, delay)
+            self._limiter.block(key, wait)
+            delay = wait + rate_limit_jitter(wait)
         last_try = attempts >= self._max_attempts or _kind_of(delivery) is OutboundKind.PROGRESS
         if not exc.retryable or last_try:
             return await self._dead(row, f"{exc.kind}: {exc}")
         retry_at = self._clock() + timedelta(seconds=delay)
-        return await self._retry_later(row, f"{exc.kind}: {exc}", retry_at)
+        return await self._retry_later(row, f"{exc.kind}: {exc}", retry_at, counts=not rate_limited)
 
-    async def _retry_later(self, row: OutboxRow, error: str, at: datetime) -> AttemptOutcome:
-        await self._store.outbox.mark_retry(row.id, error, at)
+    async def _retry_later(
+        self, row: OutboxRow, error: str, at: datetime, *, counts: bool = True
+    ) -> AttemptOutcome:
+        await self._store.outbox.mark_retry(row.id, error, at, counts=counts)
         return AttemptOutcome(finished=False, retry_at=at)
 
     async def _dead(self, row: OutboxRow, error: str) -> AttemptOutcome:
@@ -137,6 +144,15 @@ class Attempts:
             "delivery dead row=%s correlation=%s: %s", row.id, row.item.correlation_id, error
         )
         return AttemptOutcome(finished=True)
+
+
+def rate_limit_jitter(wait_s: float) -> float:
+    """A little extra wait after a rate limit (up to a tenth of it, at most two seconds), so
+    chats that were limited together do not all retry in the same instant."""
+    return _RNG.uniform(0.0, min(2.0, max(0.05, wait_s / 10)))
+
+
+_RNG = random.Random()  # noqa: S311 - jitter, not cryptography
 
 
 def _kind_of(delivery: Delivery) -> OutboundKind | None:

@@ -116,7 +116,12 @@ class OutboxStore(Protocol):
         has no thread or is a reaction."""
         ...
 
-    async def mark_retry(self, row_id: int, error: str, next_attempt_at: datetime) -> None: ...
+    async def mark_retry(
+        self, row_id: int, error: str, next_attempt_at: datetime, *, counts: bool = True
+    ) -> None:
+        """Schedule the row's next attempt; ``counts=False`` when the platform only asked to
+        wait (a rate limit) or the channel was not up: no attempt of ``max_attempts`` spent."""
+        ...
 
     async def mark_dead(self, row_id: int, error: str) -> None: ...
 

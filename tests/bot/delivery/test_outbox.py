@@ -38,6 +38,23 @@ async def test_rate_limit_waits_the_platform_delay(tmp_path: Path) -> None:
     assert "rate_limited" in row.last_error
 
 
+async def test_rate_limits_cost_no_attempt(tmp_path: Path) -> None:
+    """More 429s in a row than ``outbox_max_attempts`` still deliver: Telegram only asked us
+    to wait, it did not say the send failed."""
+    settings = make_settings(tmp_path, daemon={"outbox_max_attempts": 2})
+    channel, agent = FakeChannel(caps=PLAIN_CAPS), FakeAgent()
+    channel.fail_next.extend(RateLimited("429", retry_after=0.01) for _ in range(4))
+    async with running(settings, [channel], agent) as daemon:
+        await channel.inject(dm("hi", message_id="1"))
+        await channel.wait_text("echo: hi", within=10)
+        await daemon.kernel.outbox.wait_idle()
+        (row,) = await daemon.kernel.store.outbox.listing()
+        calls = await daemon.kernel.store.outbox.attempts(row.id)
+    assert row.state is OutboxState.SENT
+    assert row.attempts == 1  # the successful send; the four waits were free
+    assert [call.outcome for call in calls][:4] == ["rate_limited"] * 4
+
+
 async def test_rejected_rich_text_falls_back_to_plain(tmp_path: Path) -> None:
     channel, agent = FakeChannel(caps=PLAIN_CAPS), FakeAgent()
     channel.fail_next.append(InvalidRequest("can't parse entities"))
