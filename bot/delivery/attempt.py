@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from bot.backoff import Backoff
+from bot.delivery.bounded import RecentSet
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
 from bot.errors import SendError, SendErrorKind
 from bot.hub import ChannelHub, ChannelState
@@ -36,6 +37,7 @@ from bot.records import OutboxRow
 logger = logging.getLogger(__name__)
 
 PARKED_RETRY = timedelta(seconds=60)
+UNREACHABLE_REMEMBERED = 10_000
 
 
 def destination_key(delivery: Delivery) -> DestinationKey:
@@ -74,7 +76,8 @@ class Attempts:
         self._max_attempts = policy.max_attempts
         self._backoff = policy.backoff
         self._clock = policy.clock
-        self._unreachable: set[DestinationKey] = set()
+        self._unreachable: RecentSet[DestinationKey] = RecentSet(UNREACHABLE_REMEMBERED)
+        """Chats that refused us; the oldest are forgotten (one more try finds them again)."""
 
     def mark_reachable(self, key: DestinationKey) -> None:
         """A chat that wrote to us again can be tried again after forbidden/not found."""

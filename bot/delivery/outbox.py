@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from bot.delivery.attempt import Attempts, RetryPolicy, destination_key
+from bot.delivery.bounded import Until
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
 from bot.errors import TransientSendError
 from bot.hub import ChannelHub
@@ -57,7 +58,8 @@ class Outbox:
         self._alarm: asyncio.TimerHandle | None = None
         self._polling = False
         self._running = False
-        self._held: dict[DestinationKey, datetime] = {}
+        self._held: Until[DestinationKey, datetime] = Until(self._clock)
+        """Chats whose earlier row waits for a retry; forgotten once that time passed."""
 
     # ------------------------------------------------------------------ producers
 
@@ -170,11 +172,7 @@ class Outbox:
 
     def _held_until(self, key: DestinationKey) -> datetime | None:
         """A chat whose earlier row waits for a retry sends nothing after it, to keep order."""
-        until = self._held.get(key)
-        if until is not None and until <= self._clock():
-            del self._held[key]
-            return None
-        return until
+        return self._held.get(key)
 
     def _group_done(self, key: DestinationKey, _task: asyncio.Task[None]) -> None:
         self._active.pop(key, None)
@@ -268,7 +266,7 @@ class Outbox:
 
     def _hold(self, key: DestinationKey, until: datetime) -> None:
         """The chat sends nothing after a row that waits for a retry, to keep its order."""
-        self._held[key] = max(until, self._held.get(key, until))
+        self._held.extend(key, until)
         self._schedule(until)
 
     def _resolve(self, row_id: int, ref: SentRef | None) -> None:

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bot.delivery.bounded import Until
+
 DestinationKey = tuple[str, str, str]
 """(channel, account id, chat id)."""
 
@@ -26,7 +28,8 @@ class RateLimiter:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._paces: dict[str, _Pace] = {}
-        self._next_chat: dict[DestinationKey, float] = {}
+        self._next_chat: Until[DestinationKey, float] = Until(clock)
+        """When each chat may send next; chats whose time has passed are forgotten."""
 
     def configure(
         self, channel: str, *, per_chat_interval_s: float, global_rate_per_s: float
@@ -37,14 +40,14 @@ class RateLimiter:
     def _slot(self, key: DestinationKey) -> float:
         """The earliest monotonic time this destination may send."""
         pace = self._paces.get(key[0])
-        start = max(self._clock(), self._next_chat.get(key, 0.0))
+        start = max(self._clock(), self._next_chat.get(key) or 0.0)
         return max(start, pace.next_global) if pace else start
 
     def _reserve(self, key: DestinationKey, slot: float) -> None:
         pace = self._paces.get(key[0])
         if pace is None:
             return
-        self._next_chat[key] = slot + pace.per_chat_interval_s
+        self._next_chat.set(key, slot + pace.per_chat_interval_s)
         pace.next_global = slot + pace.global_interval_s
 
     def try_acquire(self, key: DestinationKey) -> bool:
@@ -64,5 +67,4 @@ class RateLimiter:
 
     def block(self, key: DestinationKey, seconds: float) -> None:
         """The platform said to wait (429): nothing goes to this chat until then."""
-        until = self._clock() + seconds
-        self._next_chat[key] = max(self._next_chat.get(key, 0.0), until)
+        self._next_chat.extend(key, self._clock() + seconds)
