@@ -27,6 +27,8 @@ from bot.hub import ChannelHub
 from bot.kernel import Kernel, build_kernel
 from bot.ops.http import HttpServer, RouteTable
 from bot.ops.instance_lock import InstanceLock
+from bot.ops.kernel_tasks import KernelTasks
+from bot.ops.readiness import Readiness
 from bot.ops.reload import Reloader
 from bot.ops.sdnotify import SystemdNotifier, announce_channels
 from bot.ops.supervision import ChannelFactory, Fleet, SupervisionPolicy
@@ -66,6 +68,9 @@ class Daemon:
         self.notifier = SystemdNotifier.from_environment(os.environ)
         self.kernel: Kernel | None = None
         self.reloader: Reloader | None = None
+        self.kernel_tasks = KernelTasks(self._kernel_task_died)
+        self.exit_status = EXIT_OK
+        """What ``run`` returns: 0 for a clean stop, 75 when a kernel loop died."""
         self.http: HttpServer | None = None
         self.fleet: Fleet | None = None
         self._factories: dict[str, ChannelFactory] = {}
@@ -78,6 +83,12 @@ class Daemon:
 
     def request_stop(self) -> None:
         self.stop_requested.set()
+
+    def _kernel_task_died(self, name: str) -> None:
+        """A kernel loop died: stop (draining what can be drained) and exit 75 for a restart."""
+        self.exit_status = EXIT_TEMPFAIL
+        self.notifier.status(f"stopping: kernel task {name} died")
+        self.request_stop()
 
     def _current(self) -> Settings:
         return self.settings
@@ -114,14 +125,15 @@ class Daemon:
                 logger.warning("no channel is enabled: nothing will be received (see channels.*)")
             for build in self._factories.values():
                 kernel.add_channel(build())
-            self.http = HttpServer(self.settings.http, kernel.hub, store, kernel.counters, routes)
+            readiness = Readiness(store, kernel.hub, self.kernel_tasks)
+            self.http = HttpServer(self.settings.http, readiness, kernel.counters, routes)
             await self.http.start()
             stack.push_async_callback(self.http.aclose)
             await kernel.prepare()
             logger.info("agent: %s", agent.description)
             await self._serve(kernel, reloader)
-        logger.info("stopped")
-        return EXIT_OK
+        logger.info("stopped" if self.exit_status == EXIT_OK else "stopped after a failure")
+        return self.exit_status
 
     async def _open_store(self, stack: AsyncExitStack) -> Store:
         store = self.options.overrides.store
@@ -197,11 +209,13 @@ class Daemon:
         return notes
 
     async def _serve(self, kernel: Kernel, reloader: Reloader) -> None:
-        background = [
-            asyncio.create_task(kernel.router.run(), name="router"),
-            asyncio.create_task(kernel.outbox.run(), name="outbox"),
-            asyncio.create_task(kernel.housekeeping.run(), name="housekeeping"),
-        ]
+        tasks = self.kernel_tasks
+        for name, loop in (
+            ("router", kernel.router.run),
+            ("outbox", kernel.outbox.run),
+            ("housekeeping", kernel.housekeeping.run),
+        ):
+            tasks.start(name, loop)
         fleet = Fleet(
             kernel.hub,
             kernel.intake,
@@ -218,7 +232,7 @@ class Daemon:
         )
         with self._signals(reloader):
             finished = await self._wait_for_stop(kernel)
-            await self._shutdown(kernel, [announce], background, drain_bus=finished)
+            await self._shutdown(kernel, [announce], drain_bus=finished)
 
     async def _wait_for_stop(self, kernel: Kernel) -> bool:
         """Wait for a stop request or for every channel's input to end; ``True`` for the latter."""
@@ -234,7 +248,6 @@ class Daemon:
         self,
         kernel: Kernel,
         helpers: list[asyncio.Task[None]],
-        background: list[asyncio.Task[None]],
         *,
         drain_bus: bool,
     ) -> None:
@@ -248,7 +261,7 @@ class Daemon:
             await self.fleet.stop()
         await _step("stop intake", kernel.stop_intake())
         kernel.bus.close(drain=drain_bus)
-        router_task = background[0]
+        router_task = self.kernel_tasks.task("router")
         if drain_bus:
             await _step("drain router", asyncio.shield(router_task))
             await _step("drain lanes", kernel.lanes.wait_idle())
@@ -256,9 +269,7 @@ class Daemon:
         if leftovers:
             logger.info("%d queued turn(s) left for resumption", len(leftovers))
         await _step("flush outbox", asyncio.wait_for(kernel.outbox.wait_idle(), OUTBOX_FLUSH_S))
-        for task in background:
-            task.cancel()
-        await asyncio.gather(*background, return_exceptions=True)
+        await self.kernel_tasks.stop()
         await kernel.outbox.cancel_active()
         await _step("close channels", kernel.close_channels())
 

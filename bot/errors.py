@@ -22,6 +22,10 @@ class StoreError(BotError):
     """The durable store cannot be opened or written."""
 
 
+class StoreBusy(StoreError):
+    """Another connection holds the database's write lock past the busy timeout: transient."""
+
+
 class InstanceLocked(StoreError):
     """Another Switchboard process holds the state directory."""
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import aiosqlite
 
-from bot.errors import StoreError
+from bot.errors import StoreBusy, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +118,9 @@ class Session:
             raise self._error(exc) from exc
 
     def _error(self, exc: sqlite3.Error) -> StoreError:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            return StoreBusy(f"store {self._path}: {exc}")
         return StoreError(f"store {self._path}: {exc}")
 
 

@@ -11,8 +11,9 @@ from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from typing_extensions import override
 
 DEFAULT_MODEL_BASE_URL = "https://api.openai.com/v1"
@@ -160,14 +161,33 @@ class SlackSettings(ChannelSettings):
         )
 
 
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+"""The only hosts lark-oapi accepts over plain ``http://``."""
+
+
 class FeishuSettings(ChannelSettings):
     app_id: str | None = None
     app_secret: SecretStr | None = None
     domain: str = "https://open.feishu.cn"
+    """An origin (no path, no trailing slash); ``http://`` only for loopback, as lark-oapi
+    requires."""
     mode: Literal["websocket", "webhook"] = "websocket"
     verification_token: SecretStr | None = None
     encrypt_key: SecretStr | None = None
     events_path: str = "/feishu/events"
+
+    @field_validator("domain")
+    @classmethod
+    def _origin_only(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise ValueError("must be an origin such as https://open.feishu.cn")
+        if parts.path or parts.query or parts.fragment or parts.username or value.endswith("/"):
+            raise ValueError("must be an origin without a path, query or trailing slash")
+        if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+            raise ValueError("http:// is allowed only for 127.0.0.1, localhost and ::1")
+        _ = parts.port  # raises ValueError for a malformed port
+        return value
 
     @override
     def required_secrets(self) -> tuple[str, ...]:

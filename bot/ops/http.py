@@ -13,9 +13,10 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot.config.settings import HttpSettings
-from bot.hub import ChannelHub, ChannelState
+from bot.hub import ChannelState
 from bot.metrics import Counters
-from bot.ports import Store, WebhookHandler
+from bot.ops.readiness import Readiness
+from bot.ports import WebhookHandler
 
 logger = logging.getLogger(__name__)
 
@@ -45,14 +46,14 @@ class HttpServer:
     def __init__(
         self,
         settings: HttpSettings,
-        hub: ChannelHub,
-        store: Store,
+        readiness: Readiness,
         counters: Counters,
         routes: RouteTable,
     ) -> None:
         self._settings = settings
-        self._hub = hub
-        self._store = store
+        self._readiness = readiness
+        self._hub = readiness.hub
+        self._store = readiness.store
         self._counters = counters
         self._app = web.Application()
         self._app.router.add_get("/healthz", self._healthz)
@@ -81,18 +82,6 @@ class HttpServer:
             await self._runner.cleanup()
             self._runner = None
 
-    async def readiness(self) -> list[str]:
-        """Reasons the daemon is not ready; empty when it is."""
-        reasons = []
-        if not await self._store.writable():
-            reasons.append("store: not writable")
-        for name in self._hub.names():
-            state = self._hub.state(name)
-            if state is not ChannelState.RUNNING:
-                detail = self._hub.reason(name)
-                reasons.append(f"channel {name}: {state}{f' ({detail})' if detail else ''}")
-        return reasons
-
     async def _refresh_gauges(self) -> None:
         """Gauges that mirror state held elsewhere are read when scraped."""
         for state, count in (await self._store.outbox.counts()).items():
@@ -111,7 +100,7 @@ class HttpServer:
         return web.json_response({"status": "ok"})
 
     async def _readyz(self, _request: web.Request) -> web.Response:
-        reasons = await self.readiness()
+        reasons = await self._readiness.reasons()
         body = {"ready": not reasons, "reasons": reasons}
         return web.Response(
             status=200 if not reasons else 503,

@@ -9,7 +9,7 @@ from pathlib import Path
 import aiosqlite
 import pytest
 
-from bot.errors import StoreError
+from bot.errors import StoreBusy, StoreError
 from bot.records import InboundStatus, OutboxState, PairingRequest
 from store.schema import latest_version, load_migrations, split_statements
 from store.sqlite import SqliteStore
@@ -225,6 +225,20 @@ async def test_a_reader_is_not_blocked_by_an_open_write_transaction(
             await asyncio.gather(store.audit.record("cli", "x", ""), writer.execute("COMMIT"))
         assert await store.settings.get("paused") == "yes"
         assert len(await store.audit.recent()) == 1
+
+
+async def test_a_write_lock_held_past_the_busy_timeout_is_a_store_busy_error(
+    db_path: Path, clock: ManualClock
+) -> None:
+    """The kernel's loops wait out ``StoreBusy`` (transient) but stop on other store errors."""
+    async with SqliteStore(db_path, clock=clock, busy_timeout_s=0.05) as store:
+        await store.settings.set("paused", "no")
+        async with aiosqlite.connect(db_path, isolation_level=None) as writer:
+            await writer.execute("BEGIN IMMEDIATE")
+            with pytest.raises(StoreBusy, match="locked"):
+                await store.audit.record("cli", "x", "")
+            await writer.execute("COMMIT")
+        await store.audit.record("cli", "x", "")  # free again
 
 
 async def test_two_stores_binding_one_new_key_agree_on_one_thread(
