@@ -130,7 +130,8 @@ async def test_trace_shows_the_whole_path_of_a_handled_message(config: Path) -> 
     assert entry["key"]["chat_id"] == "dm-alice"
     assert entry["thread_id"] == "t1"
     (row,) = entry["outbox"]
-    assert (row["state"], row["attempts"], row["sent_message_ids"]) == ("sent", 2, ["b1"])
+    # The 429 only asked to wait: it is in the call history but cost no attempt.
+    assert (row["state"], row["attempts"], row["sent_message_ids"]) == ("sent", 1, ["b1"])
     calls = [(call["outcome"], call["detail"]) for call in row["calls"]]
     assert calls == [("rate_limited", "429 too many requests"), ("sent", "b1")]
 
