@@ -68,14 +68,47 @@ class BaseChannel:
         self._identity = BotIdentity()
         self._publish: Publish | None = None
         self._intake_open = False
+        self._intake_stopped = False
+        self._intake_changed = asyncio.Event()
         self._finished = asyncio.Event()
 
     @property
     def identity(self) -> BotIdentity:
         return self._identity
 
-    async def stop_intake(self) -> None:
+    def _open_intake(self) -> None:
+        self._intake_open = True
+        self._intake_changed.set()
+
+    def _stop_taking_events(self) -> None:
+        """Intake is closed for good (drain, close): webhook calls are refused at once."""
         self._intake_open = False
+        self._intake_stopped = True
+        self._intake_changed.set()
+
+    async def _intake_ready(self, within: float) -> bool:
+        """For webhook receivers: whether a platform event can be journaled now.
+
+        The daemon's HTTP server listens before channels have connected, so a webhook call
+        that arrives during a start waits for intake to open (up to ``within``, below the
+        platform's own request timeout) instead of being refused: a refused call makes the
+        platform back off, and a message sent during a restart would wait minutes.
+        """
+        try:
+            async with asyncio.timeout(within):
+                while not self._intake_settled():
+                    self._intake_changed.clear()
+                    await self._intake_changed.wait()
+        except TimeoutError:
+            return False
+        return self._intake_open
+
+    def _intake_settled(self) -> bool:
+        """Open, or stopped for good: nothing left to wait for."""
+        return self._intake_open or self._intake_stopped
+
+    async def stop_intake(self) -> None:
+        self._stop_taking_events()
 
     async def wait_finished(self) -> None:
         await self._finished.wait()

@@ -81,6 +81,8 @@ SLACK_CAPABILITIES = ChannelCapabilities(
     progress_interval_group_s=1.0, per_chat_interval_s=1.0,
 )  # fmt: skip
 PING_INTERVAL_S = 10.0
+HTTP_START_WAIT_S = 2.5
+"""How long an event POSTed while the channel starts waits for it (Slack gives up at 3 s)."""
 AUTH_RECHECK_S = 300.0
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=15, sock_read=60)
 T = TypeVar("T")
@@ -191,7 +193,7 @@ class SlackChannel(BaseChannel):
         app = self._app = self._new_app(control, me)
         translator = Translator(me, UserNames(self._user_name), self._rules, self.name)
         Listeners(translator, publish, self._mark_choice, self._accepting).register(app)
-        self._intake_open = True
+        self._open_intake()
         self._spawn(self._recheck_auth(), "auth")
         if self._socket:
             options = LinkOptions(
@@ -243,7 +245,7 @@ class SlackChannel(BaseChannel):
             await link.close()
 
     async def aclose(self) -> None:
-        self._intake_open = False
+        self._stop_taking_events()
         await self._close_resources()
 
     async def _close_resources(self) -> None:
@@ -272,9 +274,11 @@ class SlackChannel(BaseChannel):
     # ------------------------------------------------------------------ inbound
 
     async def _on_http(self, request: web.Request) -> web.StreamResponse:
-        """The Events/interactivity/commands endpoint; 503 until started so Slack retries."""
+        """The Events/interactivity/commands endpoint. During a start the call waits for
+        intake to open (Slack allows 3 s); 503 when it cannot be taken, so Slack retries."""
+        ready = await self._intake_ready(HTTP_START_WAIT_S)
         app = self._app
-        if app is None or not self._intake_open:
+        if app is None or not ready:
             return web.Response(status=503, text="not ready")
         response = await app.async_dispatch(await to_bolt_request(request))
         if response.status == 200:

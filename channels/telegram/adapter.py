@@ -52,6 +52,9 @@ from channels.telegram.webhook import WebhookReceiver
 
 logger = logging.getLogger(__name__)
 
+WEBHOOK_START_WAIT_S = 20.0
+"""How long an update POSTed while the channel starts waits for it (Telegram waits longer)."""
+
 TELEGRAM_CAPABILITIES = ChannelCapabilities(
     text_limit=4096, text_unit=TextUnit.UTF16, edits=True, buttons=True, threads=True,
     reactions=frozenset({Reaction.QUEUED}), typing=True,
@@ -133,7 +136,7 @@ class TelegramChannel(BaseChannel):
             self._bot, self._me, self._out = bot, me, Outbound(bot, secret=self._token)
             self._identity = BotIdentity(user_id=me.account_id, usernames=frozenset({me.username}))
             self._publish = publish
-            self._intake_open = True
+            self._open_intake()
             if self._webhook is not None:
                 await self._start_webhook(bot)
             else:
@@ -215,7 +218,7 @@ class TelegramChannel(BaseChannel):
             await self._poller.confirm()
 
     async def aclose(self) -> None:
-        self._intake_open = False
+        self._stop_taking_events()
         await self._stop_polling()
         if self._background:
             _, late = await asyncio.wait(self._background, timeout=5.0)
@@ -270,6 +273,8 @@ class TelegramChannel(BaseChannel):
             return None
 
     async def _handle_webhook_json(self, data: dict[str, object]) -> bool | None:
+        if not await self._intake_ready(WEBHOOK_START_WAIT_S):
+            return False
         bot = self._bot
         if bot is None:
             return False

@@ -69,6 +69,19 @@ async def started(daemon: Daemon) -> AsyncIterator[Running]:
 
 
 @asynccontextmanager
+async def started_without_waiting(daemon: Daemon) -> AsyncIterator[asyncio.Task[int]]:
+    """Run ``daemon`` without waiting for it to be ready (tests of what happens while it
+    starts); stopped when the block ends."""
+    task = asyncio.create_task(daemon.run(), name="test-daemon")
+    try:
+        yield task
+    finally:
+        daemon.request_stop()
+        async with asyncio.timeout(15):
+            await task
+
+
+@asynccontextmanager
 async def running(
     settings: Settings, channels: Sequence[Channel], agent: AgentBackend
 ) -> AsyncIterator[Running]:

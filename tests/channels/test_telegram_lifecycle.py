@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import aiohttp
 import pytest
 
+from bot.app import Daemon, DaemonOptions, Overrides
 from bot.errors import AuthFailed, ChannelError
 from bot.ops.http import RouteTable
 from bot.ports import ChannelContext
 from channels.telegram import TelegramChannel
-from tests.bot.harness import eventually, http_get, registry_daemon
+from channels.telegram.webhook import SECRET_HEADER
+from tests.bot.harness import eventually, http_get, registry_daemon, started_without_waiting
 from tests.channels.health_log import HealthLog
 from tests.channels.telegram_support import (
     free_port,
@@ -92,6 +95,43 @@ async def test_webhook_mode_checks_the_secret(tmp_path: Path) -> None:
         assert (update_id, 200) in fake.webhook_deliveries()
         assert not fake.calls("getUpdates")
         assert all("forged" not in str(m.get("text")) for m in fake.chat_messages(42))
+
+
+async def test_an_update_posted_while_the_channel_starts_is_taken_not_refused(
+    tmp_path: Path,
+) -> None:
+    """After a restart Telegram delivers to the webhook as soon as the HTTP server listens,
+    before getMe and setWebhook are done; a 503 there would make it back off for minutes."""
+    port = free_port()
+    secret = "s3cret-Token_1"  # noqa: S105 - a test secret
+    webhook = {"url": f"http://127.0.0.1:{port}/telegram/webhook", "secret_token": secret}
+    update = {"update_id": 777, "message": {"message_id": 5, "date": 1700000000,
+              "chat": {"id": 42, "type": "private"},
+              "from": {"id": 42, "is_bot": False, "first_name": "Alice"},
+              "text": "sent during the restart"}}  # fmt: skip
+    with FakeTelegram() as fake:
+        fake.push_message("hello")  # a chat the bot may answer in
+        fake.delay_next("getMe", 1.0)  # the channel is still starting when the update arrives
+        settings = telegram_settings(
+            tmp_path, fake, http={"port": port}, telegram={"mode": "webhook", "webhook": webhook}
+        )
+        options = DaemonOptions(overrides=Overrides(agent=FakeAgent()))
+        daemon = Daemon(settings, options)
+        async with started_without_waiting(daemon):
+            await eventually(lambda: _listening(daemon))
+            assert not daemon.ready.is_set()
+            headers = {SECRET_HEADER: secret}
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(webhook["url"], json=update, headers=headers) as response,
+            ):
+                status = response.status
+            await wait_text(fake, 42, "echo: sent during the restart", within=10)
+    assert status == 200
+
+
+async def _listening(daemon: Daemon) -> bool:
+    return daemon.http is not None and daemon.http.port is not None
 
 
 async def test_probe_reports_the_bot_or_the_reason(tmp_path: Path) -> None:
