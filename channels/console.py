@@ -4,6 +4,12 @@ Each input line is one DM from the configured local user. It goes through the sa
 pipeline as every platform message (journal, dedupe, access, lanes, outbox). At end of
 input the channel reports itself finished so ``switchboard chat`` can exit once everything
 accepted has been answered.
+
+Typed at a terminal, lines go in as they are typed (a line sent while the agent works is
+queued, as in any chat). Piped in (a script, ``-m``), the next line is read only once the
+previous one was answered — its final, question, command reply or error printed — so a
+script gets every answer in order, as if a person typed and waited. On a terminal the
+agent's Markdown is rendered (``rich``); piped, it is printed as written.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import TextIO
 
+from rich.console import Console
+from rich.markdown import Markdown
 from typing_extensions import override
 
 from bot.config.settings import Settings
@@ -28,7 +36,10 @@ from bot.messages import (
     Destination,
     InboundMessage,
     OutboundFile,
+    OutboundKind,
     OutboundText,
+    Reaction,
+    ReactionMark,
     Sender,
     SentRef,
     TextEdit,
@@ -47,10 +58,18 @@ CHAT_ID = "console"
 BOT_PREFIX = "bot> "
 
 
+ANSWER_WAIT_MARGIN_S = 60.0
+"""A piped line waits for its answer at most the agent's run timeout plus this."""
+
+
 class ConsoleChannel(BaseChannel):
     name = "console"
     capabilities = ChannelCapabilities(
-        text_limit=100_000, edits=False, buttons=False, threads=False
+        text_limit=100_000,
+        edits=False,
+        buttons=False,
+        threads=False,
+        reactions=frozenset({Reaction.FAILED}),  # only to learn which turns failed
     )
 
     def __init__(
@@ -71,6 +90,12 @@ class ConsoleChannel(BaseChannel):
         self._in_ids = itertools.count(1)
         self._out_ids = itertools.count(1)
         self._reader: asyncio.Task[None] | None = None
+        self._scripted = not _is_terminal(self._stdin)
+        self._render = Console(file=self._stdout) if _is_terminal(self._stdout) else None
+        self._answer_wait_s = settings.agent.run_timeout_s + ANSWER_WAIT_MARGIN_S
+        self._awaiting: dict[str, asyncio.Event] = {}
+        self.failed_turns = 0
+        """Turns that ended in an error message (``switchboard chat -m`` exits non-zero)."""
 
     async def start(self, publish: Publish) -> None:
         self._publish = publish
@@ -111,24 +136,50 @@ class ConsoleChannel(BaseChannel):
             sender=self._sender,
             text=text,
         )
-        admission = await self._publish(message)
-        if not admission.ack:
-            self._write(f"(not accepted: {admission})")
+        answered = self._awaiting[message.message_id] = asyncio.Event()
+        try:
+            admission = await self._publish(message)
+            if not admission.ack:
+                self._write(f"(not accepted: {admission})")
+            elif self._scripted:
+                await self._wait_for_answer(answered)
+        finally:
+            self._awaiting.pop(message.message_id, None)
 
-    def _write(self, text: str) -> None:
-        self._stdout.write(f"{BOT_PREFIX}{text}\n")
+    async def _wait_for_answer(self, answered: asyncio.Event) -> None:
+        try:
+            async with asyncio.timeout(self._answer_wait_s):
+                await answered.wait()
+        except TimeoutError:
+            logger.warning("no answer after %.0fs; reading the next line", self._answer_wait_s)
+
+    def _write(self, text: str, *, markdown: bool = False) -> None:
+        if markdown and self._render is not None:
+            self._stdout.write(BOT_PREFIX)
+            self._render.print(Markdown(text))
+        else:
+            self._stdout.write(f"{BOT_PREFIX}{text}\n")
         self._stdout.flush()
 
     def _next_id(self) -> str:
         return f"{self._session}-out-{next(self._out_ids)}"
 
     async def send_text(self, message: OutboundText) -> SentRef:
-        self._write(message.text)
+        self._write(message.text, markdown=message.kind is not OutboundKind.PROGRESS)
+        if message.reply_to is not None and message.kind is not OutboundKind.PROGRESS:
+            answered = self._awaiting.get(message.reply_to)
+            if answered is not None:
+                answered.set()
         return SentRef(message_ids=(self._next_id(),))
 
     @override
     async def edit_text(self, edit: TextEdit) -> None:
-        self._write(edit.text)
+        self._write(edit.text, markdown=edit.kind is not OutboundKind.PROGRESS)
+
+    @override
+    async def react(self, mark: ReactionMark) -> None:
+        if mark.reaction is Reaction.FAILED:
+            self.failed_turns += 1
 
     async def send_file(self, file: OutboundFile) -> SentRef:
         kind = "image" if file.is_image else "file"
@@ -141,6 +192,13 @@ class ConsoleChannel(BaseChannel):
     @override
     async def show_typing(self, destination: Destination) -> None:
         """The console shows nothing while the agent works."""
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 async def _lines(stream: TextIO) -> AsyncIterator[str]:

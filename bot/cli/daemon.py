@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 from bot.cli.options import CommandFailed, Subcommands, add_config_option, load_config
 from bot.config.settings import Settings
 from bot.errors import ConfigError
-from bot.registry import EdgeKind, ensure_available
+from bot.ports import Channel
+from bot.registry import EdgeKind, ensure_available, load
 
 if TYPE_CHECKING:
     from bot.cli.probes import ProbeResult
 from bot.exit_codes import EXIT_CHECK_FAILED, EXIT_CONFIG, EXIT_OK
 
 EXAMPLE_CONFIG = "switchboard.example.yaml"
+EXIT_USAGE = 2
+"""As argparse exits on a malformed command line."""
 
 
 def add_commands(commands: Subcommands) -> None:
@@ -30,6 +35,12 @@ def add_commands(commands: Subcommands) -> None:
     for sub in (run, chat, check):
         add_config_option(sub)
     chat.add_argument("-v", "--verbose", action="store_true", help="show log lines while chatting")
+    chat.add_argument(
+        "-m",
+        "--message",
+        metavar="TEXT",
+        help="send one message, print the answer and exit (status 1 when the agent failed)",
+    )
     check.add_argument("--json", action="store_true", help="print the result as JSON")
     check.add_argument(
         "--online", action="store_true", help="also probe each enabled channel and the model"
@@ -50,7 +61,36 @@ def _run_command(args: argparse.Namespace) -> int:
 
 def _chat_command(args: argparse.Namespace) -> int:
     path, settings = load_config(args)
+    if args.message is not None:
+        return _ask_once(path, settings, args.message, verbose=args.verbose)
     return _run(path, settings, chat=True, verbose=args.verbose)
+
+
+class _OneShotConsole(Channel, Protocol):
+    failed_turns: int
+
+
+def _ask_once(path: Path, settings: Settings, text: str, *, verbose: bool) -> int:
+    """``chat -m TEXT``: one message through the whole pipeline; its lines are joined."""
+    from bot.app import Daemon, DaemonOptions, Overrides  # noqa: PLC0415 - keep `check` light
+    from bot.ops.logs import configure_logging  # noqa: PLC0415
+
+    message = " ".join(text.split())
+    if not message:
+        raise CommandFailed("chat -m: the message is empty", EXIT_USAGE)
+    settings = _chat_settings(settings)
+    configure_logging(settings.log, level_override=None if verbose else "WARNING")
+    console_class = cast(Callable[..., _OneShotConsole], load(EdgeKind.CHANNEL, "console"))
+    console = console_class(settings, stdin=io.StringIO(message + "\n"))
+    overrides = Overrides(channels=[console])
+    options = DaemonOptions(config_path=path, chat=True, install_signals=True, overrides=overrides)
+    status = asyncio.run(Daemon(settings, options).run())
+    if status != EXIT_OK:
+        return status
+    if console.failed_turns:
+        print("switchboard: the agent could not answer (the reason is above)", file=sys.stderr)
+        return EXIT_CHECK_FAILED
+    return EXIT_OK
 
 
 def _check_command(args: argparse.Namespace) -> int:

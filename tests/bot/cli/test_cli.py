@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "config" / "switchboard.example.yaml"
@@ -95,6 +95,47 @@ def test_chat_quick_start_answers_and_runs_commands(tmp_path: Path) -> None:
     assert "hello there" in out.split("**Commands**", 1)[1]
     assert "offline" in out
     assert "Thread: " in out
+
+
+def test_a_piped_script_gets_every_answer_in_order(tmp_path: Path) -> None:
+    """Lines piped in are read one answer at a time, as if typed: none is merged into
+    another turn or dropped by ``/new``."""
+    script = "first question\nsecond question\n/new\nthird question\n"
+    with FakeOpenAIServer() as model:
+        model.script(*(Reply(text=f"answer {n}", delay_s=0.2) for n in (1, 2, 3)))
+        env = _env(tmp_path / "state", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=model.base_url)
+        result = _switchboard("chat", "-c", str(EXAMPLE), env=env, stdin=script)
+        requests = model.requests
+    assert result.returncode == 0, result.stderr
+    answers = [line for line in result.stdout.splitlines() if line.startswith("bot> ")]
+    assert answers[0] == "bot> answer 1"
+    assert answers[1] == "bot> answer 2"
+    assert answers[2].startswith("bot> Started a new conversation")
+    assert answers[3] == "bot> answer 3"
+    assert [r.messages[-1]["content"] for r in requests] == [
+        "first question",
+        "second question",
+        "third question",
+    ]
+    assert len(requests[2].messages) < len(requests[1].messages)  # a fresh thread
+
+
+def test_chat_m_asks_once_and_exits_with_the_outcome(tmp_path: Path) -> None:
+    with FakeOpenAIServer() as model:
+        model.script(Reply(text="the one answer"), ErrorReply(status=401, message="bad key"))
+        env = _env(tmp_path / "state", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=model.base_url)
+        ok = _switchboard("chat", "-c", str(EXAMPLE), "-m", "a single\nquestion", env=env)
+        failed = _switchboard("chat", "-c", str(EXAMPLE), "-m", "again", env=env)
+        empty = _switchboard("chat", "-c", str(EXAMPLE), "-m", "  ", env=env)
+        requests = model.requests
+    assert ok.returncode == 0, ok.stderr
+    assert "bot> the one answer" in ok.stdout
+    assert requests[0].messages[-1]["content"] == "a single question"
+    assert failed.returncode == 1
+    assert "Sorry, I could not finish this reply" in failed.stdout
+    assert "the agent could not answer" in failed.stderr
+    assert empty.returncode == 2
+    assert "the message is empty" in empty.stderr
 
 
 def test_sigterm_drains_a_running_turn(tmp_path: Path) -> None:
