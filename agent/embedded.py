@@ -183,11 +183,13 @@ def _workspace(state_dir: Path, thread_id: str) -> ThreadWorkspace:
 
 async def _graph_input(
     graph: AgentGraph, config: RunnableConfig, turn: Turn, workspace: ThreadWorkspace
-) -> Command[Any] | MessagesState:
+) -> Command[Any] | MessagesState | None:
     """Resume the pending question with the answer, or add the turn as a user message.
 
     An answer for a thread with nothing pending (answered twice, or lost) is treated as an
-    ordinary message rather than failing the turn.
+    ordinary message rather than failing the turn. A turn re-run after a crash finds its
+    message already checkpointed, unanswered: the run continues from there (``None``)
+    instead of showing the model the same message twice.
     """
     if turn.resume_answer is not None:
         pending = (await graph.aget_state(config)).interrupts
@@ -200,7 +202,20 @@ async def _graph_input(
     else:
         text = turn.text
     content = turn_message(text, turn, workspace)
+    if await _holds_unanswered(graph, config, content):
+        logger.info("the thread already holds this message unanswered; continuing from it")
+        return None
     return {"messages": [HumanMessage(content=content)]}
+
+
+async def _holds_unanswered(graph: AgentGraph, config: RunnableConfig, content: str) -> bool:
+    """Whether the thread's last message is this very user message, with its run unfinished."""
+    state = await graph.aget_state(config)
+    messages = state.values.get("messages", []) if isinstance(state.values, dict) else []
+    if not messages or not state.next:
+        return False
+    last = messages[-1]
+    return isinstance(last, HumanMessage) and last.content == content
 
 
 def turn_message(text: str, turn: Turn, workspace: ThreadWorkspace) -> str:

@@ -162,6 +162,29 @@ async def test_a_cancelled_run_leaves_the_thread_usable(
     assert roles(fake_model.requests[1]) == ["system", "user", "user"]
 
 
+async def test_a_turn_rerun_after_a_crash_shows_the_model_its_message_once(
+    settings: Settings, fake_model: FakeOpenAIServer
+) -> None:
+    """Killed while the model thinks: the checkpoint holds the user's message; recovery runs
+    the same turn again, and the model must see it once, not twice."""
+    fake_model.script(Hang(), Reply(text="the answer"))
+    async with EmbeddedBackend(settings) as first:
+        thread = await first.create_thread()
+        task = asyncio.create_task(collect(first.run(thread, turn("what is 6 x 7?"))))
+        await received(fake_model, 1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    async with EmbeddedBackend(settings) as second:
+        answer = final(await collect(second.run(thread, turn("what is 6 x 7?"))))
+
+    assert answer.text == "the answer"
+    rerun = fake_model.requests[1]
+    assert roles(rerun) == ["system", "user"]
+    assert rerun.messages[1]["content"] == "what is 6 x 7?"
+
+
 async def test_a_run_cancelled_after_a_tool_step_keeps_a_valid_history(
     backend: EmbeddedBackend, fake_model: FakeOpenAIServer
 ) -> None:
