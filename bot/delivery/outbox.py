@@ -15,7 +15,7 @@ import heapq
 import logging
 from collections import deque
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from bot.delivery.attempt import Attempts, RetryPolicy, destination_key
 from bot.delivery.bounded import Until
@@ -58,8 +58,12 @@ class Outbox:
         self._alarm: asyncio.TimerHandle | None = None
         self._polling = False
         self._running = False
-        self._held: Until[DestinationKey, datetime] = Until(self._clock)
-        """Chats whose earlier row waits for a retry; forgotten once that time passed."""
+        self._last_poll = datetime.min.replace(tzinfo=UTC)
+        """The time the latest store poll asked for due rows with."""
+        self._held: Until[DestinationKey, datetime] = Until(lambda: self._last_poll)
+        """Chats whose earlier row waits for a retry. Forgotten only once a poll at or after
+        that time has run: until then the older row is in the store, not in hand, and a newer
+        row of the chat sent directly would overtake it."""
 
     # ------------------------------------------------------------------ producers
 
@@ -139,9 +143,11 @@ class Outbox:
             self._poll = False
             self._polling = True
             try:
-                for row in await self._store.outbox.due(self._clock(), limit=500):
+                now = self._clock()
+                for row in await self._store.outbox.due(now, limit=500):
                     rows.setdefault(row.id, row)
                     polled.add(row.id)
+                self._last_poll = max(self._last_poll, now)
                 next_due = await self._store.outbox.next_due_at()
             finally:
                 self._polling = False
@@ -172,7 +178,12 @@ class Outbox:
 
     def _held_until(self, key: DestinationKey) -> datetime | None:
         """A chat whose earlier row waits for a retry sends nothing after it, to keep order."""
-        return self._held.get(key)
+        until = self._held.get(key)
+        if until is not None and until <= self._clock():
+            # The wait is over, but the older row is still in the store: poll before sending.
+            self._poll = True
+            self._wake.set()
+        return until
 
     def _group_done(self, key: DestinationKey, _task: asyncio.Task[None]) -> None:
         self._active.pop(key, None)
