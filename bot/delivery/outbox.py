@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from bot.delivery.attempt import Attempts, RetryPolicy, destination_key
-from bot.delivery.bounded import Until
+from bot.delivery.bounded import RecentSet, Until
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
 from bot.errors import TransientSendError
 from bot.hub import ChannelHub
@@ -60,6 +60,10 @@ class Outbox:
         self._running = False
         self._last_poll = datetime.min.replace(tzinfo=UTC)
         """The time the latest store poll asked for due rows with."""
+        self._attempting: set[int] = set()
+        """Rows whose platform call is under way right now."""
+        self._withdrawn: RecentSet[int] = RecentSet(FINISHED_MEMORY)
+        """Rows taken back by ``withdraw``; a copy still in a queue is skipped."""
         self._held: Until[DestinationKey, datetime] = Until(lambda: self._last_poll)
         """Chats whose earlier row waits for a retry. Forgotten only once a poll at or after
         that time has run: until then the older row is in the store, not in hand, and a newer
@@ -108,6 +112,31 @@ class Outbox:
             self._wake.set()
             return
         self._route({row.id: row for row in rows}, polled=set())
+
+    async def withdraw(self, item: OutboxItem) -> SentRef | None:
+        """Take back a delivery that is no longer wanted (a placeholder the final overtook).
+
+        Not sent yet: it never will be (the row is marked dead) and ``None`` is returned. Being
+        sent right now: its outcome is awaited. Sent: the message it made is returned, so the
+        caller can finish it (edit it) instead of leaving it behind.
+        """
+        (row,) = await self._store.outbox.enqueue_rows([item])  # the row as it now stands
+        if row.state is OutboxState.SENT:
+            return SentRef(message_ids=row.sent_message_ids)
+        if row.state is OutboxState.DEAD:
+            return None
+        if row.id in self._attempting:
+            future: asyncio.Future[SentRef | None] = asyncio.get_running_loop().create_future()
+            self._waiters[row.id] = future
+            try:
+                sent = await future
+            finally:
+                self._waiters.pop(row.id, None)
+            if sent is not None:
+                return sent
+        self._withdrawn.add(row.id)
+        await self._store.outbox.mark_dead(row.id, "withdrawn: superseded by a later delivery")
+        return None
 
     def mark_reachable(self, key: DestinationKey) -> None:
         """A chat that wrote to us again can be tried again after forbidden/not found."""
@@ -253,19 +282,26 @@ class Outbox:
     async def _send_group(self, rows: list[OutboxRow]) -> None:
         try:
             for row in rows:
+                if row.id in self._withdrawn:
+                    self._claimed.discard(row.id)  # taken back: marked dead by ``withdraw``
+                    self._remember_finished(row.id)
+                    continue
+                self._attempting.add(row.id)
                 try:
                     outcome = await self._attempts.attempt(row)
                 except Exception:
                     logger.exception("outbox row %s failed unexpectedly", row.id)
                     error = TransientSendError("unexpected error")
                     outcome = await self._attempts.failed(row, error)
+                finally:
+                    self._attempting.discard(row.id)
                 self._claimed.discard(row.id)
                 if outcome.retry_at is not None:
                     self._hold(destination_key(row.item.delivery), outcome.retry_at)
+                self._resolve(row.id, outcome.sent)
                 if not outcome.finished:
                     return
                 self._remember_finished(row.id)
-                self._resolve(row.id, outcome.sent)
         finally:
             self._claimed.difference_update(row.id for row in rows)
 

@@ -37,15 +37,24 @@ QUIET_START_S = 0.5
 """Nothing is shown for the first half second: an answer that is ready by then arrives as
 one message, with no typing call and no placeholder to edit (most command-like turns)."""
 OutboxSend = Callable[[OutboxItem], Awaitable[SentRef | None]]
+"""Record a delivery and wait for its first attempt (``Outbox.send_now``)."""
+OutboxWithdraw = Callable[[OutboxItem], Awaitable[SentRef | None]]
+"""Take back a delivery not sent yet, or learn what it sent (``Outbox.withdraw``)."""
 CURSOR = " ▍"
 
 
 class ProgressStream:
     def __init__(
-        self, channel: Channel, send: OutboxSend, limiter: RateLimiter, ctx: ReplyContext
+        self,
+        channel: Channel,
+        outbox: tuple[OutboxSend, OutboxWithdraw],
+        limiter: RateLimiter,
+        ctx: ReplyContext,
     ) -> None:
         self._channel = channel
-        self._send = send
+        self._send, self._withdraw = outbox
+        self._placeholder_item: OutboxItem | None = None
+        """The placeholder's delivery once it was recorded; taken back if it never arrived."""
         self._limiter = limiter
         self._ctx = ctx
         caps = channel.capabilities
@@ -89,14 +98,20 @@ class ProgressStream:
     async def close(self) -> str | None:
         """Stop streaming; returns the placeholder id for the final edit, if one exists.
 
-        A placeholder send already under way is waited for, so the final edit replaces it
-        instead of leaving it behind.
+        A placeholder that has not arrived yet (its chat is rate-limited, its channel
+        reconnecting) is taken back from the outbox, or, if it is being sent right now, waited
+        for: the final edit then replaces it. Never is a "thinking" placeholder left behind.
         """
         if self._quiet is not None:
             self._quiet.cancel()
             self._quiet = None
         if self._creating is not None:
-            await asyncio.wait([self._creating])  # finished either way; its error is logged below
+            self._creating.cancel()
+            await asyncio.wait([self._creating])
+        if self.placeholder_id is None and self._placeholder_item is not None:
+            sent = await self._withdraw(self._placeholder_item)
+            if sent is not None and sent.message_ids:
+                self.placeholder_id = sent.message_ids[0]
         for task in self._tasks:
             task.cancel()
         results = await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -151,11 +166,12 @@ class ProgressStream:
             reply_to=self._ctx.reply_to,
             render=RenderMode.PLAIN,
         )
+        item = self._placeholder_item = self._ctx.item(0, delivery)
         try:
             async with asyncio.timeout(PLACEHOLDER_WAIT_S):
-                ref = await self._send(self._ctx.item(0, delivery))
+                ref = await self._send(item)
         except TimeoutError:
-            return  # the chat is held (rate limit, parked channel): the final goes as a new message
+            return  # the chat is held (rate limit, parked channel); ``close`` takes it back
         if ref is not None and ref.message_ids:
             self.placeholder_id = ref.message_ids[0]
             self._shown = text

@@ -165,7 +165,10 @@ class TurnRunner:
         workspace = await self._workspace(ctx.thread_id)
         turn = await self._build_turn(request, channel, workspace)
         stream = ProgressStream(
-            channel, self._outbox.send_now, self._limiter, ctx.tagged("placeholder")
+            channel,
+            (self._outbox.send_now, self._outbox.withdraw),
+            self._limiter,
+            ctx.tagged("placeholder"),
         )
         scope = _Scope(
             request=request, channel=channel, ctx=ctx, stream=stream, workspace=workspace,
