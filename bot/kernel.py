@@ -65,7 +65,7 @@ class Kernel:
         """Restore persisted state and requeue unfinished work before intake opens."""
         await self.hub.load_pauses()
         notify = notice_sender(self.outbox.submit, self.sessions, self.hub.capabilities_of)
-        await recover(self.store, self.bus, notify)
+        await recover(self.store, self.bus, notify, self.outbox.submit)
 
     def deadlines(self, channel: str) -> Deadlines:
         """How long this channel's start and close may take (its settings, read each time)."""

@@ -9,13 +9,22 @@ import pytest
 from bot.app import Daemon, DaemonOptions, Overrides
 from bot.errors import InstanceLocked
 from bot.exit_codes import EXIT_TEMPFAIL
-from bot.messages import Attachment, AttachmentKind, ConversationKey
+from bot.messages import (
+    Attachment,
+    AttachmentKind,
+    ChatType,
+    ConversationKey,
+    Destination,
+    OutboundKind,
+    OutboundText,
+    TextEdit,
+)
 from bot.metrics import Counters
 from bot.ops.instance_lock import InstanceLock
 from bot.pipeline.bus import InboundBus
 from bot.pipeline.intake import Intake
 from bot.ports import Admission, ChannelCapabilities
-from bot.records import InboundStatus
+from bot.records import InboundStatus, OutboxItem
 from store.sqlite import SqliteStore
 from tests.bot.harness import make_settings, running
 from tests.fakes.agent import FakeAgent
@@ -110,6 +119,30 @@ async def test_unfinished_turn_is_resumed_once_after_a_crash(tmp_path: Path) -> 
         (entry,) = await daemon.kernel.store.inbound.find("fake", "1")
     assert entry.status is InboundStatus.HANDLED
     assert len(agent.runs) == 1
+
+
+async def test_a_placeholder_left_by_the_crash_is_finished_not_left_thinking(
+    tmp_path: Path,
+) -> None:
+    settings = make_settings(tmp_path)
+    await _journal_running_turn(settings.state_dir, "interrupted question")
+    async with SqliteStore.from_state_dir(settings.state_dir) as store:
+        destination = Destination(channel="fake", chat_id="dm-alice", chat_type=ChatType.DM)
+        thinking = OutboundText(
+            destination=destination, text="Let me think ▍", kind=OutboundKind.PROGRESS
+        )
+        key = ConversationKey(channel="fake", chat_id="dm-alice")
+        (row,) = await store.outbox.enqueue_rows([
+            OutboxItem(idempotency_key="corr1/placeholder/0", delivery=thinking, key=key,
+                       thread_id="t1", correlation_id="corr1")
+        ])  # fmt: skip
+        await store.outbox.mark_sent(row.id, ("b-old",))
+    channel, agent = FakeChannel(), FakeAgent()
+    async with running(settings, [channel], agent):
+        await channel.wait_text("echo: interrupted question")
+        edit = await channel.wait_text("Interrupted by a restart")
+    assert isinstance(edit.delivery, TextEdit)
+    assert edit.delivery.message_id == "b-old"
 
 
 async def test_turn_that_crashed_twice_gets_an_apology(tmp_path: Path) -> None:
