@@ -1,4 +1,4 @@
-"""The real ``lark.ws.Client`` on a thread of its own, per PLATFORMS.md §3's recipe.
+"""The real ``lark.ws.Client`` on a thread of its own, per design §17.3's recipe.
 
 ``start()`` blocks forever and uses the module global ``lark_oapi.ws.client.loop``, so the
 thread makes a loop, installs it there, builds the client on that thread and calls
