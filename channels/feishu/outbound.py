@@ -1,4 +1,4 @@
-"""Sending to Feishu: messages, edits, streaming cards, files, reactions, chosen answers (design §8).
+"""Sending to Feishu: messages, edits, streaming cards, files, reactions, chosen answers (§8).
 
 Every call goes through ``FeishuApi``, so the kernel sees ``SendError`` kinds only; nothing
 here retries on its own (the kernel's outbox does, by kind), so a lost answer never becomes a
