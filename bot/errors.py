@@ -80,6 +80,15 @@ class InvalidRequest(SendError):
     kind = SendErrorKind.INVALID_REQUEST
 
 
+class MessageGone(InvalidRequest):
+    """The message to edit or react to no longer exists (deleted, recalled, too old to edit).
+
+    The chat is still reachable, so this is not ``target_not_found`` (which would mark the
+    whole chat unreachable). A final edit that meets it is sent as a new message instead, so
+    the answer still reaches the user; no simpler rendering of the edit is tried.
+    """
+
+
 class Forbidden(SendError):
     kind = SendErrorKind.FORBIDDEN
 

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from bot.backoff import Backoff
 from bot.delivery.bounded import RecentSet
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
-from bot.errors import SendError, SendErrorKind
+from bot.errors import MessageGone, SendError, SendErrorKind
 from bot.hub import ChannelHub, ChannelState
 from bot.messages import (
     Delivery,
@@ -165,9 +165,19 @@ def _kind_of(delivery: Delivery) -> OutboundKind | None:
 
 
 async def _perform(channel: Channel, delivery: Delivery) -> SentRef:
-    """One platform call, walking the rendering fallback ladder on ``invalid_request``."""
+    """One platform call, walking the rendering fallback ladder on ``invalid_request``; a
+    final edit of a message that is gone is sent as a new message."""
     try:
         return await _call(channel, delivery)
+    except MessageGone:
+        if not isinstance(delivery, TextEdit) or delivery.kind is OutboundKind.PROGRESS:
+            raise
+        logger.info("%s: message %s is gone; sending anew", channel.name, delivery.message_id)
+        anew = OutboundText(
+            destination=delivery.destination, text=delivery.text, kind=delivery.kind,
+            buttons=delivery.buttons, render=delivery.render,
+        )  # fmt: skip
+        return await _perform(channel, anew)
     except SendError as exc:
         if exc.kind is not SendErrorKind.INVALID_REQUEST:
             raise

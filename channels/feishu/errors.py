@@ -29,6 +29,7 @@ from bot.errors import (
     AuthFailed,
     Forbidden,
     InvalidRequest,
+    MessageGone,
     RateLimited,
     SendError,
     TargetNotFound,
@@ -49,12 +50,6 @@ TRANSIENT_CODES = frozenset({2200, 1000040343, 230020, 99991401})
 RATE_CODES = frozenset({RATE_LIMITED, 230020, 11232, 11233})
 RESET_HEADER = "x-ogw-ratelimit-reset"
 DEFAULT_RATE_LIMIT_S = 1.0
-
-
-class MessageGone(InvalidRequest):
-    """The message (or its card) to edit or react to no longer exists. The chat is still
-    reachable, so this is not ``target_not_found`` (which would mark the whole chat
-    unreachable); the ladder does not try simpler renderings of it."""
 
 
 class FeishuApiError(Exception):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TypeVar
 
-from bot.errors import InvalidRequest, SendError, TransientSendError
+from bot.errors import InvalidRequest, MessageGone, SendError, TransientSendError
 from bot.messages import (
     Button,
     Destination,
@@ -39,7 +39,6 @@ from bot.messages import (
     TextEdit,
 )
 from channels.feishu.api import FeishuApi, dumps
-from channels.feishu.errors import MessageGone
 from channels.feishu.inbound import CardPress
 from channels.feishu.render import (
     ButtonScope,

@@ -28,6 +28,7 @@ from bot.errors import (
     AuthFailed,
     Forbidden,
     InvalidRequest,
+    MessageGone,
     RateLimited,
     SendError,
     TargetNotFound,
@@ -54,11 +55,6 @@ TRANSIENT_ERRORS = frozenset({
 })  # fmt: skip
 GONE_ERRORS = frozenset({"message_not_found", "cant_update_message", "edit_window_closed"})
 DEFAULT_RATE_LIMIT_S = 1.0
-
-
-class MessageGone(InvalidRequest):
-    """The message to edit or react to no longer exists. The chat is still reachable, so
-    this is not ``target_not_found`` (which would mark the whole chat unreachable)."""
 
 
 def error_code(exc: SlackApiError) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.errors import InvalidRequest, SendError
+from bot.errors import InvalidRequest, MessageGone, SendError
 from bot.messages import (
     Button,
     Destination,
@@ -37,7 +37,7 @@ from bot.messages import (
     SentRef,
     TextEdit,
 )
-from channels.slack.errors import MessageGone, error_code, sdk_errors
+from channels.slack.errors import error_code, sdk_errors
 from channels.slack.inbound import ChoiceClick
 from channels.slack.render import Payload, Rung, chosen_blocks, escape, render
 

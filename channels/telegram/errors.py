@@ -22,6 +22,7 @@ from bot.errors import (
     AuthFailed,
     Forbidden,
     InvalidRequest,
+    MessageGone,
     RateLimited,
     SendError,
     TargetNotFound,
@@ -39,11 +40,6 @@ _TOO_LARGE = ("entity too large", "file is too big")
 
 class NotModified(InvalidRequest):
     """``editMessageText`` with the text the message already has; nothing to do."""
-
-
-class MessageGone(InvalidRequest):
-    """The message to edit no longer exists (deleted). The chat itself is still reachable,
-    so this is not ``target_not_found``, which would mark the whole chat unreachable."""
 
 
 def retry_after_seconds(exc: tg.RetryAfter) -> float:

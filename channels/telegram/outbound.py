@@ -40,7 +40,7 @@ from bot.messages import (
     SentRef,
     TextEdit,
 )
-from channels.telegram.errors import MessageGone, NotModified, sdk_errors
+from channels.telegram.errors import NotModified, sdk_errors
 from channels.telegram.inbound import forum_thread_of
 from channels.telegram.ratelimit import GroupWindow
 from channels.telegram.render import Rendered, render
@@ -109,17 +109,6 @@ class Outbound:
                 )
         except NotModified:
             return
-        except MessageGone:
-            if edit.kind is not OutboundKind.FINAL:
-                raise
-            # The placeholder was deleted: the answer still has to reach the user.
-            logger.info("message %s to edit is gone; sending the final text anew", edit.message_id)
-            await self.send_text(
-                OutboundText(
-                    destination=edit.destination, text=edit.text, kind=edit.kind,
-                    buttons=edit.buttons, render=edit.render,
-                )
-            )  # fmt: skip
 
     async def _group_slot(self, chat_id: int, kind: OutboundKind) -> None:
         """Wait for the group's 20-per-minute budget; progress is refused instead of waiting."""

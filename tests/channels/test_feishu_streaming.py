@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import SendErrorKind
+from bot.errors import MessageGone, SendErrorKind
 from bot.messages import ChatType, Destination, OutboundKind, OutboundText, TextEdit
 from bot.ports import FinalAnswer, TextDelta
-from channels.feishu.errors import MessageGone
 from tests.channels.feishu_support import (
     DM,
     feishu_daemon,

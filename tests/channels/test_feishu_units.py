@@ -14,12 +14,13 @@ from bot.errors import (
     ConfigError,
     Forbidden,
     InvalidRequest,
+    MessageGone,
     RateLimited,
     SendErrorKind,
     TransientSendError,
 )
 from bot.messages import AttachmentKind, Button, ChatType
-from channels.feishu.errors import MessageGone, translate
+from channels.feishu.errors import translate
 from channels.feishu.inbound import AttachmentRef, BotSelf, Translator, resolve_mentions
 from channels.feishu.outbound import file_type_for
 from channels.feishu.post import flatten_post

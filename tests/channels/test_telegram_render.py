@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from telegram import error as tg
 
-from bot.errors import SendErrorKind
+from bot.errors import MessageGone, SendErrorKind
 from bot.messages import RenderMode
 from bot.ports import TextUnit
 from channels.telegram import TELEGRAM_CAPABILITIES
-from channels.telegram.errors import MessageGone, NotModified, translate
+from channels.telegram.errors import NotModified, translate
 from channels.telegram.ratelimit import GroupWindow
 from channels.telegram.render import render
 

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.errors import AgentError, Forbidden, InvalidRequest, RateLimited, TransientSendError
+from bot.errors import (
+    AgentError,
+    Forbidden,
+    InvalidRequest,
+    MessageGone,
+    RateLimited,
+    TransientSendError,
+)
 from bot.messages import OutboundFile, OutboundText, RenderMode
-from bot.ports import ChannelCapabilities, PresentedFile
+from bot.ports import ChannelCapabilities, FinalAnswer, PresentedFile, TextDelta
 from bot.records import InboundStatus, OutboxState
 from bot.workspace import ThreadWorkspace
 from tests.bot.harness import make_settings, routed, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import PLAIN_CAPS, FakeChannel, dm
+from tests.fakes.scripted_agent import ScriptedAgent
 
 
 async def test_transient_failure_is_retried(tmp_path: Path) -> None:
@@ -200,3 +208,22 @@ async def test_a_rate_limited_chunk_holds_back_the_next_one(tmp_path: Path) -> N
         await channel.wait_text("second", within=10)
     texts = channel.texts()
     assert [text.split()[0] for text in texts] == ["first", "second"]
+
+
+async def test_a_final_whose_placeholder_is_gone_is_sent_as_a_new_message(tmp_path: Path) -> None:
+    """The user deleted the "thinking" message: the answer must still reach them."""
+    channel, agent = FakeChannel(), ScriptedAgent()
+    async with running(make_settings(tmp_path), [channel], agent) as daemon:
+        await channel.inject(dm("hi", message_id="1"))
+        agent.feed(TextDelta(text="Thinking about it"))
+        placeholder = await channel.wait_for(lambda s: "Thinking about it" in s.text)
+        channel.fail_next.append(MessageGone("message to edit not found"))
+        agent.feed(FinalAnswer(text="The full answer."))
+        final = await channel.wait_text("The full answer.")
+        await daemon.kernel.outbox.wait_idle()
+        rows = await daemon.kernel.store.outbox.listing()
+    assert isinstance(final.delivery, OutboundText)  # not an edit of the vanished message
+    assert final.message_id != placeholder.message_id
+    assert all(
+        row.state is OutboxState.SENT for row in rows if "/final/" in row.item.idempotency_key
+    )
