@@ -52,7 +52,14 @@ from bot.messages import (
     SentRef,
     TextEdit,
 )
-from bot.ports import BotIdentity, ChannelCapabilities, ChannelContext, Publish, TextUnit
+from bot.ports import (
+    Admission,
+    BotIdentity,
+    ChannelCapabilities,
+    ChannelContext,
+    Publish,
+    TextUnit,
+)
 from channels.base import BaseChannel
 from channels.feishu.api import FeishuApi, Json, TenantToken, new_http
 from channels.feishu.connection import LinkConfig, LongConnection
@@ -252,7 +259,7 @@ class FeishuChannel(BaseChannel):
         admission = link.bridge.publish(decoded.message)
         if not admission.ack:
             raise NotAccepted(f"not accepted: {admission}")
-        if decoded.press is not None:
+        if decoded.press is not None and admission is Admission.ACCEPTED:  # not a redelivery
             loop.call_soon_threadsafe(self._mark_choice, decoded.press)
         return None
 
@@ -271,7 +278,7 @@ class FeishuChannel(BaseChannel):
         admission = await publish(decoded.message)
         if not admission.ack:
             return False, None
-        if decoded.press is not None:
+        if decoded.press is not None and admission is Admission.ACCEPTED:  # not a redelivery
             self._mark_choice(decoded.press)
         return True, None
 

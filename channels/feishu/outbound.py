@@ -99,6 +99,10 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
+QUESTION_WAIT_S = 2.0
+"""How long a press waits for its question card to be recorded (see ``_question``)."""
+
+
 class Bounded(OrderedDict[K, V]):
     """An insertion-ordered map that forgets its oldest entries past ``KEPT``."""
 
@@ -115,6 +119,7 @@ class Outbound:
         self._streams = StreamingCards(api)
         self._threads: Bounded[str, None] = Bounded()
         self._questions: Bounded[str, Question] = Bounded()
+        self._question_added = asyncio.Event()
         self._stages: Bounded[str, tuple[str, str]] = Bounded()
 
     def note_thread(self, root_id: str) -> None:
@@ -135,7 +140,7 @@ class Outbound:
         message_id = await self._ladder(message.text, message.render, message.buttons, scope, post)
         if message.buttons:
             question = Question(text=message.text, buttons=message.buttons, scope=scope)
-            self._questions.keep(message_id, question)
+            self._remember_question(message_id, question)
         return SentRef(message_ids=(message_id,))
 
     async def _start_stream(self, message: OutboundText) -> str:
@@ -206,20 +211,36 @@ class Outbound:
             else plain_element(edit.text)
         )
         card = static_card([body, *button_elements(edit.buttons, scope)])
+        if edit.buttons:  # known before the card shows, so a quick press finds it
+            self._remember_question(
+                edit.message_id, Question(text=edit.text, buttons=edit.buttons, scope=scope)
+            )
         await self._patch(
             edit.message_id, sized(Content(msg_type="interactive", content=dumps(card)))
         )
-        if edit.buttons:
-            self._questions.keep(
-                edit.message_id, Question(text=edit.text, buttons=edit.buttons, scope=scope)
-            )
 
     async def _patch(self, message_id: str, content: Content) -> None:
         await self._api.call("PATCH", f"{MESSAGES}/{message_id}", body={"content": content.content})
 
+    def _remember_question(self, message_id: str, question: Question) -> None:
+        self._questions.keep(message_id, question)
+        self._question_added.set()
+
+    async def _question(self, message_id: str) -> Question | None:
+        """The question a card shows; a press can arrive before the send that made the card
+        has returned here, so it is waited for briefly (none after a restart)."""
+        try:
+            async with asyncio.timeout(QUESTION_WAIT_S):
+                while (question := self._questions.pop(message_id, None)) is None:
+                    self._question_added.clear()
+                    await self._question_added.wait()
+        except TimeoutError:
+            return None
+        return question
+
     async def mark_choice(self, press: CardPress) -> None:
         """Redraw the question with the chosen answer and every button disabled."""
-        question = self._questions.pop(press.message_id, None)
+        question = await self._question(press.message_id)
         card = chosen_card(
             question.text if question else None,
             question.buttons if question else (),
