@@ -157,8 +157,26 @@ async def test_rate_limit_waits_the_reset_header(tmp_path: Path) -> None:
             await wait_text(fake, DM, "echo: slow down")
             await run.settle()
         refused, sent = fake.calls("im.message.reply")
-        assert (refused.http_status, sent.code) == (429, 0)
+        assert (refused.http_status, refused.code, sent.code) == (429, 99991400, 0)
         assert sent.at - refused.at >= 0.95
+        assert texts(fake, DM) == ["echo: slow down"]  # exactly one answer in the chat
+
+
+async def test_a_rate_limited_placeholder_still_gives_exactly_one_answer(tmp_path: Path) -> None:
+    with FakeFeishu() as fake:
+        fake.rate_limit("im.message.reply", reset_s=1)
+        agent = FakeAgent()
+        release = agent.hold("slow")
+        settings = feishu_settings(tmp_path, fake)
+        async with feishu_daemon(settings, fake, agent) as run:
+            fake.push_message("slow down too", chat_id=DM)
+            await fake.await_call("im.message.reply", lambda c: c.http_status == 429)
+            release.set()  # the answer is ready while the placeholder waits out the limit
+            await wait_text(fake, DM, "echo: slow down too")
+            await run.settle()
+        [answer] = fake.sent_messages(DM)  # the refused placeholder was never shown
+        assert shown_text(fake, answer) == "echo: slow down too"
+        assert answer.card_id is None or not fake.card(answer.card_id).streaming_mode
 
 
 async def test_a_revoked_token_is_refreshed_and_the_call_retried(tmp_path: Path) -> None:

@@ -1,20 +1,30 @@
 """``switchboard`` as a user runs it with Feishu enabled against FakeFeishu: ``check --online``
-probes the app credentials and bot info, and ``run`` answers over the long connection and
-drains on SIGTERM. The fake runs on its own thread in this process; the daemon is a child."""
+probes the app credentials and bot info, ``run`` answers over the long connection and drains
+on SIGTERM, and kill -9 in the middle of a turn still gives exactly one answer with no card
+left streaming (design §11). The fakes run on their own threads in this process; the daemon
+is a child."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
-from tests.channels.feishu_support import DM, wait_text
+from bot.pipeline.recovery import INTERRUPTED_PLACEHOLDER, PLACEHOLDER_TAG, RESUMING_NOTICE
+from tests.bot.harness import eventually
+from tests.channels.feishu_support import DM, shown_text, texts, wait_text
+from tests.fakes.feishu import Message
 from tests.fakes.feishu_api import FakeFeishu
+from tests.fakes.openai_server import FakeOpenAIServer, Reply, ToolCall
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,12 +36,12 @@ def _env(state_dir: Path) -> dict[str, str]:
     return env
 
 
-def _config(tmp_path: Path, fake: FakeFeishu) -> Path:
+def _config(tmp_path: Path, fake: FakeFeishu, agent: str = "{backend: echo}") -> Path:
     config = tmp_path / "switchboard.yaml"
     config.write_text(
         "config_version: 1\n"
         "state_dir: ${SWITCHBOARD_STATE_DIR}\n"
-        "agent: {backend: echo}\n"
+        f"agent: {agent}\n"
         "http: {enabled: false}\n"
         "daemon: {shutdown_grace_s: 5}\n"
         "access: {dm_policy: open}\n"
@@ -94,3 +104,90 @@ async def test_run_answers_over_the_long_connection_and_drains(tmp_path: Path) -
         assert "hello from feishu" not in err  # message text is never logged at INFO
         assert "ticket=" not in err
         await fake.await_until(lambda: fake.live_connections() == 0)
+
+
+def _start(config: Path, state_dir: Path, log: IO[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(  # noqa: S603 - our own CLI
+        [sys.executable, "-m", "bot", "run", "-c", str(config)],
+        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, text=True,
+        env={**_env(state_dir), "PYTHONUNBUFFERED": "1"}, cwd=REPO,
+    )  # fmt: skip
+
+
+def _streaming(fake: FakeFeishu, message: Message) -> bool:
+    """Whether the message still shows a CardKit card in streaming mode."""
+    if message.card_id is None or message.content.get("type") != "card":
+        return False
+    return fake.card(message.card_id).streaming_mode
+
+
+def _is_card_send(content: object) -> bool:
+    return isinstance(content, str) and '"card_id"' in content
+
+
+def _placeholder_recorded(state_dir: Path) -> bool:
+    """Whether the daemon recorded its placeholder as sent. Feishu answering the send is not
+    enough: a kill -9 before the daemon records the answer leaves a message it cannot know."""
+    uri = f"file:{state_dir / 'switchboard.db'}?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=5)) as db:
+        rows = db.execute(
+            "SELECT state FROM outbox WHERE idempotency_key LIKE ?", (f"%{PLACEHOLDER_TAG}%",)
+        ).fetchall()
+    return [state for (state,) in rows] == ["sent"]
+
+
+async def test_kill_9_mid_turn_answers_once_and_leaves_no_card_streaming(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    with FakeOpenAIServer() as model, FakeFeishu() as fake:
+        agent = f"{{model: {{base_url: '{model.base_url}', api_key: sk-test}}}}"
+        config = _config(tmp_path, fake, agent)
+        # Some text (so a streaming card shows it), a tool call, then a model that is slow.
+        look = ToolCall(name="list_files", arguments={})
+        model.script(
+            Reply(text="Let me look at your files.", tool_calls=(look,)),
+            Reply(text="an answer that never arrives", delay_s=60),
+        )
+        with (tmp_path / "run1.log").open("w") as log:
+            first = _start(config, state, log)
+            try:
+                asked = fake.push_message("please answer once", chat_id=DM)
+                await fake.await_call(
+                    "im.message.reply", lambda c: _is_card_send(c.json["content"]), within=45
+                )
+                await asyncio.to_thread(model.wait_for_requests, 2, 45)
+                await eventually(
+                    functools.partial(asyncio.to_thread, _placeholder_recorded, state), within=30
+                )
+            finally:
+                first.send_signal(signal.SIGKILL)
+                await asyncio.to_thread(first.wait, 30)
+        [placeholder] = fake.sent_messages(DM)
+        assert placeholder.card_id is not None
+        assert _streaming(fake, placeholder)  # what kill -9 left behind
+        model.script(Reply(text="the one answer"))
+        with (tmp_path / "run2.log").open("w") as log:
+            second = _start(config, state, log)
+            try:
+                await wait_text(fake, DM, "the one answer", within=45)
+                await wait_text(fake, DM, INTERRUPTED_PLACEHOLDER, within=45)
+            finally:
+                second.send_signal(signal.SIGTERM)
+                code = await asyncio.to_thread(second.wait, 30)
+        shown = texts(fake, DM)
+        messages = fake.sent_messages(DM)
+        old = fake.message(placeholder.message_id)
+    assert first.returncode == -signal.SIGKILL
+    assert code == 0, (tmp_path / "run2.log").read_text()
+    assert sum("the one answer" in text for text in shown) == 1, shown
+    assert sorted(shown) == sorted([INTERRUPTED_PLACEHOLDER, RESUMING_NOTICE, "the one answer"])
+    assert not any("never arrives" in text for text in shown), shown
+    assert not any(text.rstrip().endswith("▍") for text in shown), shown
+    assert not any(_streaming(fake, m) for m in messages), shown
+    # The killed process's card now says the turn was interrupted (a static card PATCHed
+    # over it: this process holds no CardKit stream for it).
+    assert old is not None
+    assert old.updated
+    assert shown_text(fake, old) == INTERRUPTED_PLACEHOLDER
+    assert all(m.parent_id == asked for m in messages if "the one answer" in shown_text(fake, m))
