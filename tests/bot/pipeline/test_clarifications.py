@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from pathlib import Path
 
@@ -122,15 +123,26 @@ async def test_expired_question_is_marked_and_next_message_is_normal(tmp_path: P
         await channel.inject(dm("ask: Quick? | a | b", message_id="1"))
         await channel.wait_text("Quick?")
         await daemon.kernel.lanes.wait_idle()
+        store = daemon.kernel.store.clarifications
+        [question] = await store.pending_for_user(
+            "fake", "", "dm-alice", "alice", utc_now() - timedelta(days=1)
+        )
+        # The question is posted well within a millisecond on a fast machine: wait until the
+        # clock has really passed its expiry, or the sweep below rightly finds nothing due.
+        # (Housekeeping's own sweep cannot take it first: its first sweep ran at startup,
+        # before the question existed, and the next one is SWEEP_INTERVAL_S away.)
+        while utc_now() <= question.expires_at:  # noqa: ASYNC110 - a deadline, not an event
+            await asyncio.sleep(0.001)
         expired = await daemon.kernel.housekeeping.expire_questions()
         assert expired == 1
         edit = await channel.wait_text("expired")
         assert isinstance(edit.delivery, TextEdit)
         await channel.inject(dm("a", message_id="2"))
         await channel.wait_text("echo: a")
-        store = daemon.kernel.store.clarifications
         pending = await store.pending_for_user(
             "fake", "", "dm-alice", "alice", utc_now() - timedelta(days=1)
         )
+        stored = await store.get(question.id)
     assert pending == []
-    assert ClarificationState.EXPIRED
+    assert stored is not None
+    assert stored.state is ClarificationState.EXPIRED
