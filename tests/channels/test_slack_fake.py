@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -49,18 +49,42 @@ async def socket_client(
     fake: FakeSlack, *, ping_interval: float = 5
 ) -> AsyncIterator[asyncio.Queue[SocketModeRequest]]:
     """A raw Socket Mode client that acks everything and queues what it received."""
+    async with _raw_socket_client(fake, ping_interval=ping_interval, auto_ack=True) as client:
+        yield client[0]
+
+
+Ack = Callable[[SocketModeRequest], Awaitable[None]]
+
+
+@asynccontextmanager
+async def socket_client_acking_by_hand(
+    fake: FakeSlack,
+) -> AsyncIterator[tuple[asyncio.Queue[SocketModeRequest], Ack]]:
+    """A raw Socket Mode client that queues what it received and acks only when told to."""
+    async with _raw_socket_client(fake, ping_interval=5, auto_ack=False) as client:
+        yield client
+
+
+@asynccontextmanager
+async def _raw_socket_client(
+    fake: FakeSlack, *, ping_interval: float, auto_ack: bool
+) -> AsyncIterator[tuple[asyncio.Queue[SocketModeRequest], Ack]]:
     received: asyncio.Queue[SocketModeRequest] = asyncio.Queue()
-
-    async def listener(sm: AsyncBaseSocketModeClient, request: SocketModeRequest) -> None:
-        await received.put(request)
-        await sm.send_socket_mode_response(SocketModeResponse(envelope_id=request.envelope_id))
-
     web_client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_base_url)
     sm = SocketModeClient(fake.app_token, web_client=web_client, ping_interval=ping_interval)
+
+    async def ack(request: SocketModeRequest) -> None:
+        await sm.send_socket_mode_response(SocketModeResponse(envelope_id=request.envelope_id))
+
+    async def listener(_: AsyncBaseSocketModeClient, request: SocketModeRequest) -> None:
+        await received.put(request)
+        if auto_ack:
+            await ack(request)
+
     sm.socket_mode_request_listeners.append(listener)
     await sm.connect()  # type: ignore[no-untyped-call]
     try:
-        yield received
+        yield received, ack
     finally:
         await sm.close()  # type: ignore[no-untyped-call]
 
@@ -320,15 +344,22 @@ async def test_redeliver_carries_retry_attempt(fake: FakeSlack) -> None:
 
 
 async def test_withheld_acks_cause_redelivery(fake: FakeSlack) -> None:
-    fake.ack_timeout_s = 0.2
+    # The two lost acks are retried after 0.2 s; the third delivery, whose ack counts, waits
+    # the default 3 s for it, so a slow ack on a busy machine cannot cause a fourth delivery.
+    fake.set_ack_timeouts(0.2, 0.2)
     fake.withhold_acks(on=True)
-    async with socket_client(fake) as received:
+    # Acking by hand: each ack is sent either before or after withholding ends, never while
+    # the switch happens (the third delivery may well arrive before the second ack is seen).
+    async with socket_client_acking_by_hand(fake) as (received, ack):
         fake.push_message("hello")
         first = await _next(received)
+        await ack(first)
         retry = await _next(received)
+        await ack(retry)
         await fake.await_until(lambda: len(fake.acks()) == 2)  # both lost
         fake.withhold_acks(on=False)
         last = await _next(received)
+        await ack(last)
         await fake.await_until(lambda: len(fake.acks()) == 3)
 
     assert [r.retry_attempt for r in (first, retry, last)] == [0, 1, 2]

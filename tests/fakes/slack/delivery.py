@@ -3,6 +3,8 @@
 Envelopes wait in one outbox until a target exists (a live socket, or an HTTP URL). An
 ``events_api`` envelope that is not acked within ``ack_timeout_s`` is sent again under a new
 envelope id with ``retry_attempt + 1``, at most ``MAX_RETRIES`` times, as Slack does.
+``ack_timeouts_s`` overrides the timeout of an event's first deliveries (by retry attempt), so
+a test can have lost acks retried quickly and still give the ack that counts plenty of time.
 Interactive payloads are never retried. Everything but the loop-owned socket objects is
 guarded by the fake's one lock; loop-side methods run only on the fake's own thread.
 """
@@ -59,6 +61,7 @@ class Deliverer:
         self.secret = signing_secret
         # guarded state
         self.ack_timeout_s = 3.0
+        self.ack_timeouts_s: tuple[float, ...] = ()
         self.withholding = False
         self.http_target: str | None = None
         self.outbox: deque[Envelope] = deque()
@@ -93,6 +96,12 @@ class Deliverer:
             retry_attempt=envelope.retry_attempt + 1,
             retry_reason=reason,
         )
+
+    def ack_timeout_of(self, envelope: Envelope) -> float:
+        """How long ``envelope`` waits for its ack (the caller holds the guard)."""
+        if envelope.retry_attempt < len(self.ack_timeouts_s):
+            return self.ack_timeouts_s[envelope.retry_attempt]
+        return self.ack_timeout_s
 
     def call(self, callback: Any, *args: Any) -> None:
         """Run ``callback`` on the fake's loop, in submission order."""
@@ -270,7 +279,7 @@ class Deliverer:
                 status=status,
             )
             self.deliveries.append(delivery)
-            timeout = self.ack_timeout_s
+            timeout = self.ack_timeout_of(envelope)
         if envelope.kind == EVENTS_API and via == "socket":
             self._arm(envelope, timeout, "timeout")
 
@@ -315,8 +324,12 @@ class Deliverer:
                 "X-Slack-Retry-Num": str(envelope.retry_attempt),
                 "X-Slack-Retry-Reason": envelope.retry_reason,
             }
+        with self.guard:
+            timeout = self.ack_timeout_of(envelope)
         started = time.monotonic()
-        post = SignedPost(target=target, body=body, content_type=content_type, headers=extra)
+        post = SignedPost(
+            target=target, body=body, content_type=content_type, headers=extra, timeout=timeout
+        )
         status, _ = await self.post(post)
         answered = status is not None and 200 <= status < 300
         with self.guard:
@@ -325,7 +338,7 @@ class Deliverer:
             acked = answered and not self.withholding
             if acked:
                 self.acked.add(envelope.envelope_id)
-            remaining = self.ack_timeout_s - (time.monotonic() - started)
+            remaining = timeout - (time.monotonic() - started)
         self._sent(envelope, via="http", status=status or None)
         if envelope.kind == EVENTS_API and not acked:
             reason = "http_error" if status else "http_timeout"

@@ -224,6 +224,12 @@ class FakeSlack:
         with self._guard:
             self._deliverer.ack_timeout_s = seconds
 
+    def set_ack_timeouts(self, *seconds: float) -> None:
+        """Ack timeouts of each event's first deliveries: ``seconds[n]`` for retry attempt
+        ``n``; later attempts wait ``ack_timeout_s``."""
+        with self._guard:
+            self._deliverer.ack_timeouts_s = seconds
+
     def disconnect(self, reason: str = "refresh_requested") -> None:
         """Send ``disconnect`` on the live socket; later events wait for the next connection."""
         self._deliverer.call(self._deliverer.disconnect, reason)
