@@ -438,12 +438,15 @@ async def test_http_delivery_is_signed_and_retried_on_errors(fake: FakeSlack) ->
 
     app = web.Application()
     app.router.add_post("/events", capture)
-    fake.ack_timeout_s = 1.0  # the bot answers well within it, even on a busy machine
+    # Slack's 3 s for each POST to be answered (the 500 is retried once they have passed): on
+    # a busy machine a shorter timeout can run out before a 200 is read, and that delivery
+    # would then count as timed out and be sent a third time.
+    fake.ack_timeout_s = 3.0
     async with serve(app) as origin:
         fake.set_http_target(f"{origin}/events")
         fake.push_message("hello")
-        first, body = await asyncio.wait_for(requests.get(), 3)
-        retry, retry_body = await asyncio.wait_for(requests.get(), 3)
+        first, body = await asyncio.wait_for(requests.get(), 10)
+        retry, retry_body = await asyncio.wait_for(requests.get(), 10)
         await fake.await_until(lambda: len(fake.deliveries()) == 2)
 
     verifier = SignatureVerifier(fake.signing_secret)
