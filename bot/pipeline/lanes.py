@@ -70,6 +70,8 @@ def merge(requests: list[TurnRequest]) -> TurnRequest:
 class SubmitOutcome(StrEnum):
     STARTED = "started"
     QUEUED = "queued"
+    FOLLOWS = "follows"
+    """Waits only for a command that is finishing (``/new``): no busy policy, no notice."""
     INTERRUPTING = "interrupting"
     REJECTED = "rejected"
 
@@ -91,6 +93,8 @@ class _Lane:
     """Runs the lane's turns one after another, itself: no task per turn."""
     running: bool = False
     """A turn is in progress on the driver (cancelling the driver cancels just the turn)."""
+    commanding: bool = False
+    """What runs is a slow command (``TurnRequest.work``), not an agent turn."""
     token: CancelToken = field(default_factory=CancelToken)
 
 
@@ -120,6 +124,9 @@ class Lanes:
         lane = self._lanes.get(request.key)
         if lane is None:
             lane = self._lanes[request.key] = _Lane(key=request.key)
+        if lane.running and lane.commanding:
+            lane.pending.append(request)
+            return SubmitOutcome.FOLLOWS
         if lane.running and request.mergeable:
             if policy is BusyPolicy.REJECT:
                 return SubmitOutcome.REJECTED
@@ -174,6 +181,7 @@ class Lanes:
         """Run one turn on the driver; a cancellation of the turn ends here, not the driver."""
         token = lane.token = CancelToken()
         lane.running = True
+        lane.commanding = request.work is not None
         try:
             await (request.work() if request.work is not None else self._runner(request, token))
         except asyncio.CancelledError:
@@ -185,7 +193,7 @@ class Lanes:
         except Exception:
             logger.exception("turn failed")
         finally:
-            lane.running = False
+            lane.running = lane.commanding = False
 
     @staticmethod
     def _next(lane: _Lane) -> TurnRequest:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bot.app import Daemon, DaemonOptions, Overrides
-from bot.messages import utc_now
+from bot.messages import Reaction, ReactionMark, utc_now
 from bot.records import InboundStatus, UserStatus
 from store.sqlite import DB_FILENAME, SqliteStore
 from tests.bot.harness import make_settings, routed, running, started
@@ -208,3 +208,11 @@ async def test_new_waiting_on_a_slow_agent_server_does_not_stall_other_chats(
         after = await channel.wait_text("echo: after new")
     assert channel.sent.index(started) < channel.sent.index(after)  # alice's order holds
     assert [run.thread_id for run in agent.runs if run.turn.text == "after new"] == ["t3"]
+    # It waited only for /new, not behind a reply: no "queued" acknowledgement.
+    assert not [
+        s
+        for s in channel.sent
+        if isinstance(s.delivery, ReactionMark)
+        and s.delivery.message_id == "4"
+        and s.delivery.reaction is Reaction.QUEUED
+    ]
