@@ -143,9 +143,13 @@ class Attempts:
 
     async def _dead(self, row: OutboxRow, error: str) -> AttemptOutcome:
         await self._store.outbox.mark_dead(row.id, error)
-        logger.error(
-            "delivery dead row=%s correlation=%s: %s", row.id, row.item.correlation_id, error
-        )
+        if _kind_of(row.item.delivery) is OutboundKind.PROGRESS:
+            # Progress is the first thing dropped under pressure, by design (design §8).
+            logger.info("progress update dropped row=%s: %s", row.id, error)
+        else:
+            logger.error(
+                "delivery dead row=%s correlation=%s: %s", row.id, row.item.correlation_id, error
+            )
         return AttemptOutcome(finished=True)
 
 

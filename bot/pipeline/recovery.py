@@ -26,7 +26,9 @@ from bot.records import InboundStatus, JournalEntry, OutboxItem, OutboxState
 
 logger = logging.getLogger(__name__)
 
-Notify = Callable[[JournalEntry, str], Awaitable[None]]
+Notify = Callable[[JournalEntry, str, str], Awaitable[None]]
+"""Post ``text`` into the entry's conversation; the third argument names the notice (its
+idempotency keys), so a later notice for the same message is never taken for an earlier one."""
 Submit = Callable[[Sequence[OutboxItem]], Awaitable[list[int]]]
 CapabilitiesOf = Callable[[str], ChannelCapabilities | None]
 
@@ -87,6 +89,7 @@ async def recover(store: Store, bus: InboundBus, notify: Notify, submit: Submit)
     """Requeue unfinished messages; returns how many will run again."""
     requeued = 0
     interrupted: set[str] = set()
+    resumed: set[str] = set()
     for entry in await store.inbound.unfinished():
         if await _answer_recorded(store, _turn_correlation(entry)):
             await store.inbound.update(entry.id, InboundStatus.HANDLED, reason="answer recorded")
@@ -97,13 +100,14 @@ async def recover(store: Store, bus: InboundBus, notify: Notify, submit: Submit)
             interrupted.add(turn)
             await finish_placeholders(store, turn, submit)
         if (entry.reason or "").startswith(RESUMED_PREFIX):
-            await notify(entry, GAVE_UP_NOTICE)
+            await notify(entry, GAVE_UP_NOTICE, "recovery-gave-up")
             await store.inbound.update(
                 entry.id, InboundStatus.FAILED, reason="failed after restart"
             )
             continue
-        if started:
-            await notify(entry, RESUMING_NOTICE)
+        if started and turn not in resumed:  # one notice per interrupted turn
+            resumed.add(turn)
+            await notify(entry, RESUMING_NOTICE, "recovery")
         bus.put_recovered(
             Accepted(
                 entry_id=entry.id,
@@ -121,7 +125,7 @@ async def recover(store: Store, bus: InboundBus, notify: Notify, submit: Submit)
 def notice_sender(submit: Submit, sessions: Sessions, caps_of: CapabilitiesOf) -> Notify:
     """A ``Notify`` that posts through the outbox into the message's conversation."""
 
-    async def notify(entry: JournalEntry, text: str) -> None:
+    async def notify(entry: JournalEntry, text: str, tag: str) -> None:
         caps = caps_of(entry.message.channel)
         if caps is None:
             return
@@ -132,7 +136,7 @@ def notice_sender(submit: Submit, sessions: Sessions, caps_of: CapabilitiesOf) -
             destination=destination_for(entry.message, key),
             reply_to=entry.message.message_id,
             correlation_id=entry.correlation_id,
-            turn_tag="recovery",
+            turn_tag=tag,
         )
         deliveries = plan_text(ctx, text, caps)
         await submit([ctx.item(i, d) for i, d in enumerate(deliveries)])

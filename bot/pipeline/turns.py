@@ -119,9 +119,14 @@ class TurnRunner:
             reply_to=request.items[-1].message.message_id if request.items else None,
             correlation_id=request.items[-1].correlation_id if request.items else conversation,
         )
-        resumed = any(item.recovered for item in request.items)
-        marker = f"{RESUMED_PREFIX if resumed else TURN_PREFIX}{ctx.correlation_id}"
-        await self._mark(request, InboundStatus.RUNNING, marker, thread_id=conversation)
+        for item in request.items:
+            # A message's own history counts: a fresh one merged with a recovered one has
+            # not been interrupted yet, so a crash now gives it its one re-run (design §11).
+            prefix = RESUMED_PREFIX if item.recovered else TURN_PREFIX
+            await self._store.inbound.update(
+                item.entry_id, InboundStatus.RUNNING, reason=f"{prefix}{ctx.correlation_id}",
+                key=request.key, thread_id=conversation,
+            )  # fmt: skip
         outcome = "ok"
         self._counters.runs_active.inc()
         try:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import Daemon, DaemonOptions, Overrides
+from bot.config.settings import BusyPolicy
 from bot.errors import InstanceLocked
 from bot.exit_codes import EXIT_TEMPFAIL
 from bot.messages import (
@@ -21,8 +22,10 @@ from bot.messages import (
 )
 from bot.metrics import Counters
 from bot.ops.instance_lock import InstanceLock
-from bot.pipeline.bus import InboundBus
+from bot.pipeline.bus import Accepted, InboundBus
 from bot.pipeline.intake import Intake
+from bot.pipeline.lanes import TurnRequest
+from bot.pipeline.sessions import destination_for
 from bot.ports import Admission, ChannelCapabilities
 from bot.records import InboundStatus, OutboxItem
 from store.sqlite import SqliteStore
@@ -151,6 +154,17 @@ async def test_turn_that_crashed_twice_gets_an_apology(tmp_path: Path) -> None:
     async with SqliteStore.from_state_dir(settings.state_dir) as store:
         (entry,) = await store.inbound.find("fake", "1")
         await store.inbound.update(entry.id, InboundStatus.RUNNING, reason="resumed turn corr1")
+        # The first restart's "Resuming" notice: the apology must not be mistaken for it.
+        destination = Destination(channel="fake", chat_id="dm-alice", chat_type=ChatType.DM)
+        resuming = OutboundText(
+            destination=destination, text="🔄 Resuming after a restart…", kind=OutboundKind.NOTICE
+        )
+        key = ConversationKey(channel="fake", chat_id="dm-alice")
+        (row,) = await store.outbox.enqueue_rows([
+            OutboxItem(idempotency_key="corr1/recovery/0", delivery=resuming, key=key,
+                       thread_id="t1", correlation_id="corr1")
+        ])  # fmt: skip
+        await store.outbox.mark_sent(row.id, ("b-resume",))
     channel, agent = FakeChannel(), FakeAgent()
     async with running(settings, [channel], agent):
         await channel.wait_text("could not be answered after a restart")
@@ -207,3 +221,33 @@ async def test_a_batch_is_admitted_in_order_up_to_the_first_refusal(tmp_path: Pa
         assert await store.inbound.find("fake", "3") == []
         assert await intake.many(batch[3:]) == [Admission.ACCEPTED, Admission.ACCEPTED]
         assert [(await bus.get()).message.text for _ in range(2)] == ["c", "d"]
+
+
+async def test_a_fresh_message_merged_into_a_resumed_turn_keeps_its_one_rerun(
+    tmp_path: Path,
+) -> None:
+    """A recovered message and a new one that queued with it run as one turn. Only the
+    recovered one counts as resumed: a crash now must not give up the new one, which was never
+    interrupted (it still has its one re-run, design §11)."""
+    channel, agent = FakeChannel(), FakeAgent()
+    async with running(make_settings(tmp_path), [channel], agent) as daemon:
+        store = daemon.kernel.store
+        recovered, fresh = dm("interrupted", message_id="1"), dm("new one", message_id="2")
+        first = await record(store, recovered, "c1")
+        second = await record(store, fresh, "c2")
+        assert first is not None
+        assert second is not None
+        key = ConversationKey(channel="fake", chat_id="dm-alice")
+        items = (
+            Accepted(entry_id=first, message=recovered, correlation_id="c1", recovered=True),
+            Accepted(entry_id=second, message=fresh, correlation_id="c2"),
+        )
+        release = agent.hold("new one")
+        request = TurnRequest(key=key, destination=destination_for(fresh, key), items=items)
+        daemon.kernel.lanes.submit(request, BusyPolicy.QUEUE)
+        await agent.wait_runs(1)
+        reasons = [(await store.inbound.find("fake", m))[0].reason or "" for m in ("1", "2")]
+        release.set()
+        await channel.wait_text("echo: interrupted")
+    assert reasons[0].startswith("resumed turn ")
+    assert reasons[1].startswith("turn ")
