@@ -6,6 +6,8 @@ Adapter authors import from here; the kernel's protocols live in ``bot/ports/``.
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable
 
 from bot.errors import (
     AuthFailed,
@@ -30,6 +32,8 @@ from bot.ports import (
     TextUnit,
     WebhookRoutes,
 )
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "Admission",
@@ -71,10 +75,32 @@ class BaseChannel:
         self._intake_stopped = False
         self._intake_changed = asyncio.Event()
         self._finished = asyncio.Event()
+        self._spawned: set[asyncio.Task[None]] = set()
 
     @property
     def identity(self) -> BotIdentity:
         return self._identity
+
+    def _spawn(self, work: Awaitable[None], what: str) -> None:
+        """Run ``work`` in a named task the channel owns (cancelled by ``_cancel_spawned``);
+        a platform call in it that fails is logged, not raised: it is a side effect (a
+        reaction, a redrawn card), never the delivery itself."""
+
+        async def run() -> None:
+            try:
+                await work
+            except SendError as exc:
+                logger.warning("%s %s failed: %s", self.name, what, exc)
+
+        task = asyncio.create_task(run(), name=f"channel:{self.name}:{what}")
+        self._spawned.add(task)
+        task.add_done_callback(self._spawned.discard)
+
+    async def _cancel_spawned(self) -> None:
+        tasks = list(self._spawned)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _open_intake(self) -> None:
         self._intake_open = True

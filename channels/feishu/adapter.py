@@ -144,7 +144,6 @@ class FeishuChannel(BaseChannel):
         self._translator: Translator | None = None
         self._link: LongConnection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -224,24 +223,10 @@ class FeishuChannel(BaseChannel):
 
     async def _close_resources(self) -> None:
         await self._close_link()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._cancel_spawned()
         if self._http is not None:
             http, self._http = self._http, None
             await http.aclose()
-
-    def _spawn(self, work: Awaitable[None], what: str) -> None:
-        async def run() -> None:
-            try:
-                await work
-            except SendError as exc:
-                logger.warning("feishu %s failed: %s", what, exc)
-
-        task = asyncio.create_task(run(), name=f"channel:feishu:{what}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     # ------------------------------------------------------------------ inbound
 

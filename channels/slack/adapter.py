@@ -143,7 +143,6 @@ class SlackChannel(BaseChannel):
         self._out: Outbound | None = None
         self._me: BotSelf | None = None
         self._auth_lost = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -252,24 +251,10 @@ class SlackChannel(BaseChannel):
         if self._link is not None:
             link, self._link = self._link, None
             await link.close()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._cancel_spawned()
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
-
-    def _spawn(self, work: Awaitable[None], what: str) -> None:
-        async def run() -> None:
-            try:
-                await work
-            except SendError as exc:
-                logger.warning("slack %s failed: %s", what, exc)
-
-        task = asyncio.create_task(run(), name=f"channel:slack:{what}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     # ------------------------------------------------------------------ inbound
 
