@@ -28,7 +28,11 @@ long conn  push_message(...same as message_payload..., parts=1) -> message_id;
            drop_socket(); close_socket(code=1000); connections() (opened so far),
            live_connections(); wait_connected(count=1, timeout=5) / await_connected;
            pings(); deliveries(); pending(); acks(); unacked(); wait_ack(event_id,
-           timeout=5) / await_ack -> Ack(code 200|500, data = decoded callback answer)
+           timeout=5) / await_ack -> Ack(code 200|500, data = decoded callback answer);
+           redeliver_unacked(after_s=1.0, times=3) (off by default: resend, under a new
+           event_id, each later delivery not acked 200 within after_s, up to times per
+           message); redelivery_checks() -> [Redelivery] (outcome acked|redelivered|
+           exhausted); redeliveries(origin=None) (the resends)
 webhook    post_event(url, payload, encrypt=False, bad_signature=False) -> (status, body)
            / apost_event; url_verification(url, encrypt=None, challenge=None) /
            aurl_verification
@@ -50,7 +54,16 @@ settings}, cardkit.card_element.content, unknown. Error codes: see ``codes``.
 
 from tests.fakes.feishu.fake import FakeFeishu
 from tests.fakes.feishu.media import TINY_PNG
-from tests.fakes.feishu.records import Ack, ApiError, Call, CardView, Delivery, Message, Upload
+from tests.fakes.feishu.records import (
+    Ack,
+    ApiError,
+    Call,
+    CardView,
+    Delivery,
+    Message,
+    Redelivery,
+    Upload,
+)
 
 __all__ = [
     "TINY_PNG",
@@ -61,5 +74,6 @@ __all__ = [
     "Delivery",
     "FakeFeishu",
     "Message",
+    "Redelivery",
     "Upload",
 ]

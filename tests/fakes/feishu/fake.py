@@ -20,7 +20,7 @@ from typing import Any
 
 from tests.fakes.feishu import inbound
 from tests.fakes.feishu.faults import FaultScript
-from tests.fakes.feishu.longconn import Outgoing
+from tests.fakes.feishu.longconn import Outgoing, Redeliver
 from tests.fakes.feishu.observe import Observations
 from tests.fakes.feishu.records import Guard, Upload
 from tests.fakes.feishu.server import FeishuServer
@@ -311,6 +311,16 @@ class FakeFeishu(Observations, FaultScript):
             payload = self._server.longconn.payloads[event_id]
         again = secrets.token_hex(16) if new_event_id else event_id
         return self.push_event(inbound.with_event_id(payload, again))
+
+    def redeliver_unacked(self, after_s: float = 1.0, times: int = 3) -> None:
+        """Redeliver as Feishu does (off by default): every later delivery is checked
+        ``after_s`` after it went out; unless its frame was acked 200 by then, the event is
+        sent again under a new ``event_id`` (same payload), at most ``times`` times per
+        message. ``times=0`` (or ``after_s`` < 0) switches it off again. Each check is kept:
+        ``redelivery_checks()``; those that sent the event again: ``redeliveries()``."""
+        policy = Redeliver(after_s, times) if times > 0 and after_s >= 0 else None
+        with self._guard:
+            self._server.longconn.redeliver = policy
 
     def drop_socket(self) -> None:
         """Abort the live connection's TCP stream (no close frame); the SDK reconnects."""

@@ -5,6 +5,10 @@ connection they wait for the next one (Feishu keeps them too). Frames carry head
 ``type=event``, ``message_id`` (the frame id), ``sum``/``seq`` and ``trace_id``; the SDK
 answers each with the same frame plus ``biz_rt`` and payload ``{"code": 200|500, "data"?}``.
 Everything here runs on the fake's loop except ``submit``/``kick`` (thread-safe).
+
+With ``Redeliver`` set (off by default) every delivery is checked ``after_s`` later: unless its
+frame was acked 200 by then, the event goes out again under a new ``event_id`` (at most
+``times`` redeliveries per message), as Feishu retries an event it saw no good ack for.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from aiohttp import web
 
 from tests.fakes.feishu import frames
 from tests.fakes.feishu.auth import Credentials
-from tests.fakes.feishu.records import Ack, Delivery, Guard
+from tests.fakes.feishu.inbound import with_event_id
+from tests.fakes.feishu.records import Ack, Delivery, Guard, Redelivery
 
 
 @dataclass(slots=True)
@@ -44,6 +49,14 @@ class Outgoing:
     parts: int = 1
 
 
+@dataclass(frozen=True, slots=True)
+class Redeliver:
+    """The redelivery policy: check each delivery ``after_s`` later, resend up to ``times``."""
+
+    after_s: float
+    times: int
+
+
 class LongConn:
     def __init__(self, guard: Guard, creds: Credentials) -> None:
         self._guard = guard
@@ -55,6 +68,10 @@ class LongConn:
         self.payloads: dict[str, dict[str, Any]] = {}  # event_id -> payload, for redelivery
         self.frame_events: dict[str, str] = {}  # frame id -> event_id
         self.pings = 0
+        self.redeliver: Redeliver | None = None
+        self.redeliveries: list[Redelivery] = []
+        self.origins: dict[str, str] = {}  # redelivered event_id -> the first event_id
+        self._timers: set[asyncio.TimerHandle] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -71,6 +88,9 @@ class LongConn:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
         for conn in self.live_conns():
             conn.open = False
             await conn.ws.close()
@@ -212,16 +232,72 @@ class LongConn:
             with self._guard:
                 conn.open = False
             return True
+        delivery = Delivery(
+            event_id=item.event_id,
+            event_type=item.event_type,
+            frame_id=frame_id,
+            connection=conn.number,
+            parts=item.parts,
+            at=time.monotonic(),
+        )
         with self._guard:
             self.outbox.popleft()
-            self.deliveries.append(
-                Delivery(
-                    event_id=item.event_id,
-                    event_type=item.event_type,
-                    frame_id=frame_id,
-                    connection=conn.number,
-                    parts=item.parts,
+            self.deliveries.append(delivery)
+            policy = self.redeliver
+        if policy is not None:
+            self._schedule(policy.after_s, delivery)
+        return True
+
+    # ------------------------------------------------------------------ redelivery (loop)
+
+    def _schedule(self, after_s: float, delivery: Delivery) -> None:
+        loop = asyncio.get_running_loop()
+        timer: asyncio.TimerHandle | None = None
+
+        def fire() -> None:
+            if timer is not None:
+                self._timers.discard(timer)
+            self._check(delivery)
+
+        timer = loop.call_later(after_s, fire)
+        self._timers.add(timer)
+
+    def _check(self, delivery: Delivery) -> None:
+        """Settle a delivery acked 200; send any other one again, while ``times`` allows."""
+        with self._guard:
+            policy = self.redeliver
+            if policy is None:  # switched off since
+                return
+            codes = [a.code for a in self.acks if a.frame_id == delivery.frame_id]
+            code = codes[0] if codes else None
+            origin = self.origins.get(delivery.event_id, delivery.event_id)
+            made = sum(
+                1 for r in self.redeliveries if r.origin == origin and r.new_event_id is not None
+            )
+            new_event_id: str | None = None
+            if code == 200:  # the SDK answers 200 for a handled event
+                outcome = "acked"
+            elif made >= policy.times:
+                outcome = "exhausted"
+            else:
+                outcome, made = "redelivered", made + 1
+                new_event_id = secrets.token_hex(16)
+                payload = with_event_id(self.payloads[delivery.event_id], new_event_id)
+                item = Outgoing(new_event_id, delivery.event_type, payload, delivery.parts)
+                self.outbox.append(item)
+                self.payloads[new_event_id] = payload
+                self.origins[new_event_id] = origin
+            self.redeliveries.append(
+                Redelivery(
+                    event_id=delivery.event_id,
+                    frame_id=delivery.frame_id,
+                    origin=origin,
+                    ack_code=code,
+                    outcome=outcome,
+                    new_event_id=new_event_id,
+                    attempt=made,
                     at=time.monotonic(),
                 )
             )
-        return True
+        if new_event_id is not None and self._wake is not None:
+            self._wake.set()

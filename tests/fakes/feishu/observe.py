@@ -10,7 +10,16 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from tests.fakes.feishu.records import Ack, Call, CardView, Delivery, Guard, Message, Upload
+from tests.fakes.feishu.records import (
+    Ack,
+    Call,
+    CardView,
+    Delivery,
+    Guard,
+    Message,
+    Redelivery,
+    Upload,
+)
 from tests.fakes.feishu.server import FeishuServer
 
 
@@ -128,6 +137,20 @@ class Observations:
 
     async def await_ack(self, event_id: str, timeout: float = 5.0) -> Ack:  # noqa: ASYNC109
         return await asyncio.to_thread(self.wait_ack, event_id, timeout)
+
+    def redelivery_checks(self) -> list[Redelivery]:
+        """Every check ``redeliver_unacked`` made, in order (acked, redelivered, exhausted)."""
+        with self._guard:
+            return list(self._server.longconn.redeliveries)
+
+    def redeliveries(self, origin: str | None = None) -> list[Redelivery]:
+        """The checks that sent an event again (``new_event_id`` set), optionally only
+        those of the message first delivered as event ``origin``."""
+        return [
+            r
+            for r in self.redelivery_checks()
+            if r.outcome == "redelivered" and (origin is None or r.origin == origin)
+        ]
 
     # ------------------------------------------------------------------ tenant state
 

@@ -89,6 +89,25 @@ class Ack:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Redelivery:
+    """One check of a delivered event, ``after_s`` after its delivery (redelivery on).
+
+    ``outcome`` is ``"acked"`` (answered 200: settled, never sent again), ``"redelivered"``
+    (no ack, or a non-200 one: sent again as ``new_event_id``) or ``"exhausted"`` (it should
+    have been sent again but ``times`` redeliveries of ``origin`` were already made).
+    """
+
+    event_id: str  # the delivery checked
+    frame_id: str
+    origin: str  # the event_id the first delivery of this message carried
+    ack_code: int | None  # None: no ack by the check
+    outcome: str
+    new_event_id: str | None
+    attempt: int  # redeliveries of ``origin`` made so far, this one included
+    at: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Message:
     """A message as the fake holds it now (bot-sent or pushed inbound).
 
