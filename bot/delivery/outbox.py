@@ -10,11 +10,12 @@ ladder, retry or dead letter) is ``bot.delivery.attempt``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import heapq
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
 from bot.delivery.attempt import Attempts, RetryPolicy, destination_key
@@ -44,7 +45,8 @@ class Outbox:
         self._wake = asyncio.Event()
         self._changed = asyncio.Event()
         self._active: dict[DestinationKey, asyncio.Task[None]] = {}
-        self._waiters: dict[int, asyncio.Future[SentRef | None]] = {}
+        self._waiters: dict[int, list[asyncio.Future[SentRef | None]]] = {}
+        """Callers waiting for a row's attempt (``send_now``, ``withdraw``)."""
         self._fresh: list[OutboxRow] = []
         self._waiting: dict[DestinationKey, list[OutboxRow]] = {}
         self._claimed: set[int] = set()
@@ -94,13 +96,9 @@ class Outbox:
             return SentRef(message_ids=row.sent_message_ids)
         if row.state is OutboxState.DEAD:
             return None
-        future: asyncio.Future[SentRef | None] = asyncio.get_running_loop().create_future()
-        self._waiters[row.id] = future
-        self._hand_over([row])
-        try:
+        with self._waiting_for(row.id) as future:
+            self._hand_over([row])
             return await future
-        finally:
-            self._waiters.pop(row.id, None)
 
     def _hand_over(self, rows: list[OutboxRow]) -> None:
         """Start sending new rows at once, or leave them to the worker while it has rows or a
@@ -126,12 +124,8 @@ class Outbox:
         if row.state is OutboxState.DEAD:
             return None
         if row.id in self._attempting:
-            future: asyncio.Future[SentRef | None] = asyncio.get_running_loop().create_future()
-            self._waiters[row.id] = future
-            try:
+            with self._waiting_for(row.id) as future:
                 sent = await future
-            finally:
-                self._waiters.pop(row.id, None)
             if sent is not None:
                 return sent
         self._withdrawn.add(row.id)
@@ -316,7 +310,20 @@ class Outbox:
         self._held.extend(key, until)
         self._schedule(until)
 
+    @contextlib.contextmanager
+    def _waiting_for(self, row_id: int) -> Iterator[asyncio.Future[SentRef | None]]:
+        """A future resolved with the row's next attempt (its message, or ``None``)."""
+        future: asyncio.Future[SentRef | None] = asyncio.get_running_loop().create_future()
+        waiters = self._waiters.setdefault(row_id, [])
+        waiters.append(future)
+        try:
+            yield future
+        finally:
+            waiters.remove(future)
+            if not waiters:
+                del self._waiters[row_id]
+
     def _resolve(self, row_id: int, ref: SentRef | None) -> None:
-        future = self._waiters.get(row_id)
-        if future is not None and not future.done():
-            future.set_result(ref)
+        for future in self._waiters.get(row_id, ()):
+            if not future.done():
+                future.set_result(ref)
