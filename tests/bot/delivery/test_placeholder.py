@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -119,3 +120,27 @@ async def test_withdraw_of_a_sent_row_names_its_message(
     sent = await box.send_now(placeholder)
     assert sent is not None
     assert await box.withdraw(placeholder) == sent
+
+
+async def test_a_placeholder_send_that_crashes_is_logged_not_swallowed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    started = asyncio.Event()
+
+    async def send(item: OutboxItem) -> SentRef | None:
+        started.set()
+        raise RuntimeError("the store went away")
+
+    async def withdraw(item: OutboxItem) -> SentRef | None:
+        return None
+
+    stream = ProgressStream(FakeChannel(), (send, withdraw), RateLimiter(), CTX)
+    stream.start()
+    stream.add_text("thinking")
+    async with asyncio.timeout(5):
+        await started.wait()
+    with caplog.at_level(logging.ERROR, logger="bot.delivery.progress"):
+        assert await stream.close() is None
+    (record,) = [r for r in caplog.records if "progress task" in r.getMessage()]
+    assert record.exc_info is not None
+    assert "the store went away" in str(record.exc_info[1])
