@@ -16,8 +16,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
 from bot.config.settings import Settings
 from bot.kernel import Kernel
 from bot.ops.http import RouteTable
@@ -25,6 +23,7 @@ from bot.ports import AgentBackend, Channel, ChannelContext
 from channels.feishu import FEISHU_CAPABILITIES, FeishuChannel
 from tests.bot.harness import make_settings, running
 from tests.channels.health_log import HealthLog
+from tests.channels.loopback_routes import serve_routes
 from tests.fakes.feishu import Message
 from tests.fakes.feishu_api import FakeFeishu
 
@@ -91,22 +90,6 @@ class FeishuRun:
         """Wait until every accepted message was routed, run and delivered (or given up)."""
         await self.kernel.lanes.wait_idle()
         await self.kernel.outbox.wait_idle()
-
-
-@asynccontextmanager
-async def serve_routes(routes: RouteTable) -> AsyncIterator[str]:
-    """The adapter's webhook routes on a loopback server; yields its origin."""
-    app = web.Application()
-    for path, handler in routes.posts:
-        app.router.add_post(path, handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
 
 
 def build_channel(

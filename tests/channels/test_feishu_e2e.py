@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import os
 import signal
 import sqlite3
 import subprocess
@@ -21,19 +20,11 @@ from typing import IO
 
 from bot.pipeline.recovery import INTERRUPTED_PLACEHOLDER, PLACEHOLDER_TAG, RESUMING_NOTICE
 from tests.bot.harness import eventually
+from tests.channels.cli_support import REPO, check_online, cli_env
 from tests.channels.feishu_support import DM, shown_text, texts, wait_text
 from tests.fakes.feishu import Message
 from tests.fakes.feishu_api import FakeFeishu
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, ToolCall
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _env(state_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SWITCHBOARD_"))}
-    env = {k: v for k, v in env.items() if not k.lower().endswith("_proxy")}
-    env.update({"SWITCHBOARD_STATE_DIR": str(state_dir), "NO_PROXY": "127.0.0.1,localhost"})
-    return env
 
 
 def _config(tmp_path: Path, fake: FakeFeishu, agent: str = "{backend: echo}") -> Path:
@@ -55,19 +46,12 @@ def _config(tmp_path: Path, fake: FakeFeishu, agent: str = "{backend: echo}") ->
     return config
 
 
-def _check(config: Path, state_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: S603 - our own CLI
-        [sys.executable, "-m", "bot", "check", "-c", str(config), "--online"],
-        capture_output=True, text=True, env=_env(state_dir), cwd=REPO, timeout=60, check=False,
-    )  # fmt: skip
-
-
 def test_check_online_probes_feishu(tmp_path: Path) -> None:
     with FakeFeishu() as fake:
         config = _config(tmp_path, fake)
-        good = _check(config, tmp_path / "state")
+        good = check_online(config, tmp_path / "state")
         fake.refuse_credentials = True
-        bad = _check(config, tmp_path / "state")
+        bad = check_online(config, tmp_path / "state")
     assert good.returncode == 0, good.stdout + good.stderr
     assert "channel feishu  ok" in good.stdout
     assert fake.bot_open_id in good.stdout
@@ -81,7 +65,7 @@ def test_check_online_probes_feishu(tmp_path: Path) -> None:
 def _daemon(config: Path, state_dir: Path) -> Iterator[subprocess.Popen[str]]:
     process = subprocess.Popen(  # noqa: S603 - our own CLI
         [sys.executable, "-m", "bot", "run", "-c", str(config)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(state_dir), cwd=REPO,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(state_dir), cwd=REPO,
     )  # fmt: skip
     try:
         yield process
@@ -110,7 +94,7 @@ def _start(config: Path, state_dir: Path, log: IO[str]) -> subprocess.Popen[str]
     return subprocess.Popen(  # noqa: S603 - our own CLI
         [sys.executable, "-m", "bot", "run", "-c", str(config)],
         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, text=True,
-        env={**_env(state_dir), "PYTHONUNBUFFERED": "1"}, cwd=REPO,
+        env={**cli_env(state_dir), "PYTHONUNBUFFERED": "1"}, cwd=REPO,
     )  # fmt: skip
 
 

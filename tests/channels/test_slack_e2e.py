@@ -5,7 +5,6 @@ probes it with ``auth.test``, and ``run`` serves Slack and Telegram at the same 
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -14,18 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.channels import telegram_support as tg
+from tests.channels.cli_support import REPO, check_online, cli_env
 from tests.channels.slack_support import texts
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _env(state_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SWITCHBOARD_"))}
-    env = {k: v for k, v in env.items() if not k.lower().endswith("_proxy")}
-    env.update({"SWITCHBOARD_STATE_DIR": str(state_dir), "NO_PROXY": "127.0.0.1,localhost"})
-    return env
 
 
 def _config(tmp_path: Path, slack: FakeSlack, extra: str = "", *, backend: str = "echo") -> Path:
@@ -48,19 +39,12 @@ def _config(tmp_path: Path, slack: FakeSlack, extra: str = "", *, backend: str =
     return config
 
 
-def _check(config: Path, state_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: S603 - our own CLI
-        [sys.executable, "-m", "bot", "check", "-c", str(config), "--online"],
-        capture_output=True, text=True, env=_env(state_dir), cwd=REPO, timeout=60, check=False,
-    )  # fmt: skip
-
-
 def test_check_online_probes_slack_with_auth_test(tmp_path: Path) -> None:
     with FakeSlack() as fake:
         config = _config(tmp_path, fake)
-        good = _check(config, tmp_path / "state")
+        good = check_online(config, tmp_path / "state")
         fake.revoke_token()
-        bad = _check(config, tmp_path / "state")
+        bad = check_online(config, tmp_path / "state")
         calls = [c.method for c in fake.calls()]
     assert good.returncode == 0, good.stdout + good.stderr
     assert "channel slack  ok" in good.stdout
@@ -75,7 +59,7 @@ def test_check_online_probes_slack_with_auth_test(tmp_path: Path) -> None:
 def _daemon(config: Path, state_dir: Path) -> Iterator[subprocess.Popen[str]]:
     process = subprocess.Popen(  # noqa: S603 - our own CLI
         [sys.executable, "-m", "bot", "run", "-c", str(config)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(state_dir), cwd=REPO,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(state_dir), cwd=REPO,
     )  # fmt: skip
     try:
         yield process

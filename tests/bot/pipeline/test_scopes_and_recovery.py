@@ -111,6 +111,20 @@ async def _journal_running_turn(state_dir: Path, text: str) -> None:
         await store.inbound.update(entry_id, InboundStatus.RUNNING, reason="turn corr1", key=key)
 
 
+async def _sent_before_the_crash(
+    store: SqliteStore, idempotency_key: str, text: str, kind: OutboundKind, message_id: str
+) -> None:
+    """An outbox row of turn ``corr1`` that the crashed process had sent as ``message_id``."""
+    destination = Destination(channel="fake", chat_id="dm-alice", chat_type=ChatType.DM)
+    delivery = OutboundText(destination=destination, text=text, kind=kind)
+    key = ConversationKey(channel="fake", chat_id="dm-alice")
+    (row,) = await store.outbox.enqueue_rows([
+        OutboxItem(idempotency_key=idempotency_key, delivery=delivery, key=key,
+                   thread_id="t1", correlation_id="corr1")
+    ])  # fmt: skip
+    await store.outbox.mark_sent(row.id, (message_id,))
+
+
 async def test_unfinished_turn_is_resumed_once_after_a_crash(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     await _journal_running_turn(settings.state_dir, "interrupted question")
@@ -130,16 +144,9 @@ async def test_a_placeholder_left_by_the_crash_is_finished_not_left_thinking(
     settings = make_settings(tmp_path)
     await _journal_running_turn(settings.state_dir, "interrupted question")
     async with SqliteStore.from_state_dir(settings.state_dir) as store:
-        destination = Destination(channel="fake", chat_id="dm-alice", chat_type=ChatType.DM)
-        thinking = OutboundText(
-            destination=destination, text="Let me think ▍", kind=OutboundKind.PROGRESS
+        await _sent_before_the_crash(
+            store, "corr1/placeholder/0", "Let me think ▍", OutboundKind.PROGRESS, "b-old"
         )
-        key = ConversationKey(channel="fake", chat_id="dm-alice")
-        (row,) = await store.outbox.enqueue_rows([
-            OutboxItem(idempotency_key="corr1/placeholder/0", delivery=thinking, key=key,
-                       thread_id="t1", correlation_id="corr1")
-        ])  # fmt: skip
-        await store.outbox.mark_sent(row.id, ("b-old",))
     channel, agent = FakeChannel(), FakeAgent()
     async with running(settings, [channel], agent):
         await channel.wait_text("echo: interrupted question")
@@ -155,16 +162,10 @@ async def test_turn_that_crashed_twice_gets_an_apology(tmp_path: Path) -> None:
         (entry,) = await store.inbound.find("fake", "1")
         await store.inbound.update(entry.id, InboundStatus.RUNNING, reason="resumed turn corr1")
         # The first restart's "Resuming" notice: the apology must not be mistaken for it.
-        destination = Destination(channel="fake", chat_id="dm-alice", chat_type=ChatType.DM)
-        resuming = OutboundText(
-            destination=destination, text="🔄 Resuming after a restart…", kind=OutboundKind.NOTICE
-        )
-        key = ConversationKey(channel="fake", chat_id="dm-alice")
-        (row,) = await store.outbox.enqueue_rows([
-            OutboxItem(idempotency_key="corr1/recovery/0", delivery=resuming, key=key,
-                       thread_id="t1", correlation_id="corr1")
-        ])  # fmt: skip
-        await store.outbox.mark_sent(row.id, ("b-resume",))
+        await _sent_before_the_crash(
+            store, "corr1/recovery/0", "🔄 Resuming after a restart…", OutboundKind.NOTICE,
+            "b-resume",
+        )  # fmt: skip
     channel, agent = FakeChannel(), FakeAgent()
     async with running(settings, [channel], agent):
         await channel.wait_text("could not be answered after a restart")
