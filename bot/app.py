@@ -214,6 +214,7 @@ class Daemon:
             ("router", kernel.router.run),
             ("outbox", kernel.outbox.run),
             ("housekeeping", kernel.housekeeping.run),
+            *kernel.recovery_loops(),
         ):
             tasks.start(name, loop)
         fleet = Fleet(

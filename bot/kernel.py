@@ -17,12 +17,13 @@ from bot.hub import ChannelHub, ChannelState
 from bot.metrics import Counters
 from bot.ops.channel_calls import Deadlines, close_within, stop_intake_within
 from bot.ops.housekeeping import Housekeeping
+from bot.ops.kernel_tasks import Loop
 from bot.pipeline.access import AccessControl
 from bot.pipeline.bus import InboundBus
 from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import Lanes
-from bot.pipeline.recovery import notice_sender, recover
+from bot.pipeline.recovery import LeftPlaceholders, notice_sender, recover
 from bot.pipeline.router import Router, RouterDeps
 from bot.pipeline.sessions import Sessions
 from bot.pipeline.turns import TurnDeps, TurnRunner
@@ -50,6 +51,8 @@ class Kernel:
     housekeeping: Housekeeping
     clarifications: Clarifications
     limiter: RateLimiter
+    placeholders: LeftPlaceholders
+    """Placeholders a crash left pending, finished once their channels run (design §11)."""
 
     def add_channel(self, channel: Channel) -> None:
         """A channel the daemon starts with (it starts in state ``starting``)."""
@@ -62,10 +65,20 @@ class Kernel:
         _pace(self.limiter, channel)
 
     async def prepare(self) -> None:
-        """Restore persisted state and requeue unfinished work before intake opens."""
+        """Restore persisted state and requeue unfinished work before intake opens (and before
+        the outbox worker runs: left placeholders are withdrawn or reserved first)."""
         await self.hub.load_pauses()
+        await self.placeholders.collect()
         notify = notice_sender(self.outbox.submit, self.sessions, self.hub.capabilities_of)
         await recover(self.store, self.bus, notify, self.outbox.submit)
+
+    def recovery_loops(self) -> list[tuple[str, Loop]]:
+        """The deferred part of crash recovery, one loop per channel with left placeholders
+        (``recovery:<channel>``); each returns when its channel's are finished."""
+        return [
+            (f"recovery:{name}", functools.partial(self.placeholders.finish, name))
+            for name in self.placeholders.channels()
+        ]
 
     def deadlines(self, channel: str) -> Deadlines:
         """How long this channel's start and close may take (its settings, read each time)."""
@@ -129,6 +142,7 @@ def build_kernel(
         sessions=sessions, commands=commands, counters=counters,
         housekeeping=Housekeeping(settings, store, hub, outbox, clarifications),
         clarifications=clarifications, limiter=limiter,
+        placeholders=LeftPlaceholders(store, outbox, hub),
     )  # fmt: skip
 
 

@@ -179,6 +179,10 @@ class OutboundText:
     reply_to: str | None = None
     buttons: tuple[Button, ...] = ()
     render: RenderMode = RenderMode.RICH
+    dedupe_key: str = ""
+    """The same key means the same message: a platform that dedupes sends uses it, so a retry
+    after a crash does not post twice. The outbox sets it to the row's idempotency key at each
+    attempt (it is not stored twice); empty: no dedupe."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,6 +196,8 @@ class OutboundFile:
     is_image: bool
     reply_to: str | None = None
     caption: str = ""
+    dedupe_key: str = ""
+    """As ``OutboundText.dedupe_key``: the same key means the same file message (and caption)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -84,7 +84,7 @@ class Attempts:
         self._unreachable.discard(key)
 
     async def attempt(self, row: OutboxRow) -> AttemptOutcome:
-        delivery = row.item.delivery
+        delivery = _keyed(row.item.delivery, row.item.idempotency_key)
         key = destination_key(delivery)
         channel = self._hub.get(key[0])
         if channel is None:
@@ -98,7 +98,7 @@ class Attempts:
             # Reactions are not messages: platforms rate-limit them separately.
             await self._limiter.acquire(key)
         try:
-            ref = await _perform(channel, delivery)
+            ref = await _perform(channel, delivery, row.item.idempotency_key)
         except SendError as exc:
             return await self.failed(row, exc)
         await self._store.outbox.mark_sent(row.id, ref.message_ids)
@@ -162,15 +162,24 @@ def rate_limit_jitter(wait_s: float) -> float:
 _RNG = random.Random()  # noqa: S311 - jitter, not cryptography
 
 
+def _keyed(delivery: Delivery, dedupe_key: str) -> Delivery:
+    """The delivery as attempted: a message carries its row's idempotency key as
+    ``dedupe_key``, so a platform that dedupes sends sees a retry (even one by a later process)
+    as the same message. Set here, at attempt time, rather than stored twice in the row."""
+    if isinstance(delivery, OutboundText | OutboundFile):
+        return replace(delivery, dedupe_key=dedupe_key)
+    return delivery
+
+
 def _kind_of(delivery: Delivery) -> OutboundKind | None:
     if isinstance(delivery, OutboundText | TextEdit):
         return delivery.kind
     return None
 
 
-async def _perform(channel: Channel, delivery: Delivery) -> SentRef:
+async def _perform(channel: Channel, delivery: Delivery, dedupe_key: str) -> SentRef:
     """One platform call, walking the rendering fallback ladder on ``invalid_request``; a
-    final edit of a message that is gone is sent as a new message."""
+    final edit of a message that is gone is sent as a new message (under the row's key)."""
     try:
         return await _call(channel, delivery)
     except MessageGone:
@@ -179,9 +188,9 @@ async def _perform(channel: Channel, delivery: Delivery) -> SentRef:
         logger.info("%s: message %s is gone; sending anew", channel.name, delivery.message_id)
         anew = OutboundText(
             destination=delivery.destination, text=delivery.text, kind=delivery.kind,
-            buttons=delivery.buttons, render=delivery.render,
+            buttons=delivery.buttons, render=delivery.render, dedupe_key=dedupe_key,
         )  # fmt: skip
-        return await _perform(channel, anew)
+        return await _perform(channel, anew, dedupe_key)
     except SendError as exc:
         if exc.kind is not SendErrorKind.INVALID_REQUEST:
             raise

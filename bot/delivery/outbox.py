@@ -5,6 +5,10 @@ chunk 1 before chunk 2); a row that must wait holds back the rows behind it. Cha
 independent of each other: one sender task per chat at work, fed from memory and from store
 polls, with timers for retry times. What one attempt does with a row (the call, the fallback
 ladder, retry or dead letter) is ``bot.delivery.attempt``.
+
+Crash recovery may ``reserve`` a row an earlier process left (a placeholder it must finish
+itself): its chat then sends nothing until the row is ``release``d, and recovery attempts it
+with ``resend``, so the row still goes first in its chat.
 """
 
 from __future__ import annotations
@@ -16,14 +20,15 @@ import heapq
 import logging
 from collections import deque
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
-from bot.delivery.attempt import Attempts, RetryPolicy, destination_key
+from bot.delivery.attempt import AttemptOutcome, Attempts, RetryPolicy, destination_key
 from bot.delivery.bounded import RecentSet, Until
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
 from bot.errors import TransientSendError
 from bot.hub import ChannelHub
-from bot.messages import SentRef
+from bot.messages import Delivery, SentRef
 from bot.metrics import Counters
 from bot.ports import Store
 from bot.records import OutboxItem, OutboxRow, OutboxState
@@ -70,6 +75,11 @@ class Outbox:
         """Chats whose earlier row waits for a retry. Forgotten only once a poll at or after
         that time has run: until then the older row is in the store, not in hand, and a newer
         row of the chat sent directly would overtake it."""
+        self._reserved: dict[DestinationKey, set[int]] = {}
+        """Chats holding rows that crash recovery sends itself (``reserve``): nothing else of
+        the chat goes until they are released; the rows behind wait in the store."""
+        self._on_release = asyncio.Event()
+        """Set (and replaced) whenever a reserved row is released."""
 
     # ------------------------------------------------------------------ producers
 
@@ -92,6 +102,9 @@ class Outbox:
         Callers bound the wait with ``asyncio.timeout``; the row stays in the outbox either way.
         """
         (row,) = await self._store.outbox.enqueue_rows([item])
+        if self._is_reserved(row):
+            await self._until_released(row)  # crash recovery's row (see ``reserve``)
+            return None
         if row.state is OutboxState.SENT:
             return SentRef(message_ids=row.sent_message_ids)
         if row.state is OutboxState.DEAD:
@@ -116,9 +129,12 @@ class Outbox:
 
         Not sent yet: it never will be (the row is marked dead) and ``None`` is returned. Being
         sent right now: its outcome is awaited. Sent: the message it made is returned, so the
-        caller can finish it (edit it) instead of leaving it behind.
+        caller can finish it (edit it) instead of leaving it behind. A row crash recovery
+        reserved is recovery's: ``None``, and the row is kept.
         """
         (row,) = await self._store.outbox.enqueue_rows([item])  # the row as it now stands
+        if self._is_reserved(row):
+            return None
         if row.state is OutboxState.SENT:
             return SentRef(message_ids=row.sent_message_ids)
         if row.state is OutboxState.DEAD:
@@ -135,6 +151,60 @@ class Outbox:
     def mark_reachable(self, key: DestinationKey) -> None:
         """A chat that wrote to us again can be tried again after forbidden/not found."""
         self._attempts.mark_reachable(key)
+
+    # ------------------------------------------------------------------ crash recovery
+
+    def reserve(self, row: OutboxRow) -> None:
+        """Keep a row an earlier process left for crash recovery, which attempts it itself
+        (``resend``): until ``release``, its chat sends nothing, not even that row. A re-run
+        shares its turn's keys, and must neither take the row back nor edit its message before
+        recovery has: ``withdraw`` of the key answers ``None`` at once, ``send_now`` once the
+        row is released (callers bound the wait, as for a chat held by a retry). Call it
+        before the worker runs, so no poll takes the row first."""
+        self._reserved.setdefault(destination_key(row.item.delivery), set()).add(row.id)
+
+    def _is_reserved(self, row: OutboxRow) -> bool:
+        return row.id in self._reserved.get(destination_key(row.item.delivery), ())
+
+    async def _until_released(self, row: OutboxRow) -> None:
+        while self._is_reserved(row):
+            await self._on_release.wait()
+
+    def release(self, row: OutboxRow) -> None:
+        """Recovery is done with a reserved row (sent, dead, or left in the store); once its
+        chat has no other, the chat's rows go out again, in order, from a fresh poll."""
+        key = destination_key(row.item.delivery)
+        rows = self._reserved.get(key)
+        if rows is None:
+            return
+        rows.discard(row.id)
+        self._on_release.set()
+        self._on_release = asyncio.Event()
+        if not rows:
+            del self._reserved[key]
+            self._poll = True
+            self._wake.set()
+
+    async def resend(self, row: OutboxRow, delivery: Delivery) -> AttemptOutcome:
+        """Attempt a reserved row once, sending ``delivery`` in place of what it recorded.
+
+        The row keeps its id and idempotency key (so its ``dedupe_key``): a platform that
+        dedupes sends answers with the message it took under that key. The outcome is recorded
+        on the row as for any attempt; waiting for a retry is the caller's.
+        """
+        if destination_key(delivery) != destination_key(row.item.delivery):
+            raise ValueError("a resend goes to the row's own chat")
+        stand_in = replace(row, item=replace(row.item, delivery=delivery))
+        self._attempting.add(row.id)
+        try:
+            outcome = await self._attempts.attempt(stand_in)
+        except Exception:
+            logger.exception("outbox row %s failed unexpectedly", row.id)
+            outcome = await self._attempts.failed(stand_in, TransientSendError("unexpected error"))
+        finally:
+            self._attempting.discard(row.id)
+        self._resolve(row.id, outcome.sent)
+        return outcome
 
     # ------------------------------------------------------------------ worker
 
@@ -177,6 +247,10 @@ class Outbox:
             if next_due is not None and next_due > self._clock():
                 self._schedule(next_due)  # rows left waiting, also by an earlier process
         self._route(rows, polled)
+        if fresh:
+            # Rows in hand are now with a sender or back in the store (their chat waits for a
+            # retry or for crash recovery): ``wait_idle`` must look again either way.
+            self._changed.set()
 
     def _route(self, rows: dict[int, OutboxRow], polled: set[int]) -> None:
         """Start a sender per chat, or queue rows behind the chat's sender at work."""
@@ -185,8 +259,8 @@ class Outbox:
             row = rows[row_id]
             groups.setdefault(destination_key(row.item.delivery), []).append(row)
         for key, group in groups.items():
-            if self._held_until(key) is not None:
-                continue  # in the store; polled again when the hold ends
+            if key in self._reserved or self._held_until(key) is not None:
+                continue  # in the store; polled again when the hold ends or on release
             if key in self._active:
                 # Rows from this process wait in memory; polled ones are found by a new poll.
                 waiting = [row for row in group if row.id not in polled]
@@ -263,9 +337,11 @@ class Outbox:
             await self._changed.wait()
 
     async def _sendable_now(self) -> bool:
-        """Whether the store holds a due row of a chat that is not waiting for a retry."""
+        """Whether the store holds a due row of a chat that is not waiting for a retry (or for
+        crash recovery)."""
         rows = await self._store.outbox.due(self._clock(), limit=500)
-        return any(self._held_until(destination_key(row.item.delivery)) is None for row in rows)
+        keys = {destination_key(row.item.delivery) for row in rows}
+        return any(key not in self._reserved and self._held_until(key) is None for key in keys)
 
     async def cancel_active(self) -> None:
         tasks = list(self._active.values())

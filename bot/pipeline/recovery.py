@@ -6,23 +6,31 @@ in the outbox, the outbox delivers it; otherwise the turn runs again — once, w
 an apology instead of a third attempt.
 
 Placeholders the crashed process left are finished here, never left "thinking": one that
-was sent is edited to say the turn was interrupted and the answer follows (the re-run answers
-in a new message: it may end before it would show a placeholder, and merged messages give it
-another correlation id); one that was never sent is withdrawn.
+was sent is edited to say the turn was interrupted and the answer follows (a quick re-run
+answers in a new message; one that streams keeps the turn's correlation id, so its placeholder
+send finds this one and its answer replaces the notice). One still pending may have reached the
+platform anyway (a crash between the platform's answer and the sent mark). Where the platform
+dedupes sends, it is sent again under its key once its channel runs, which names the message
+the platform took (or posts the interrupted notice if it took none), and that message is edited
+the same way (``LeftPlaceholders``); elsewhere nothing could find that message again, so the
+row is withdrawn.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+from bot.delivery.outbox import Outbox
 from bot.delivery.replies import ReplyContext, plan_text
-from bot.messages import OutboundKind, OutboundText, TextEdit
+from bot.hub import ChannelHub, ChannelState
+from bot.messages import OutboundKind, OutboundText, TextEdit, utc_now
 from bot.pipeline.bus import Accepted, InboundBus
 from bot.pipeline.sessions import Sessions, destination_for
 from bot.pipeline.turns import RESUMED_PREFIX, TURN_PREFIX
 from bot.ports import ChannelCapabilities, Store
-from bot.records import InboundStatus, JournalEntry, OutboxItem, OutboxState
+from bot.records import InboundStatus, JournalEntry, OutboxItem, OutboxRow, OutboxState
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +46,9 @@ GAVE_UP_NOTICE = (
 )
 INTERRUPTED_PLACEHOLDER = "⏹ Interrupted by a restart — the answer follows below."
 PLACEHOLDER_TAG = "/placeholder/"
+WITHDRAWN = "withdrawn: the turn was interrupted"
+PENDING_SCAN = 10_000
+"""How many pending rows the start-up scan for left placeholders reads (newest first)."""
 
 
 def _turn_correlation(entry: JournalEntry) -> str:
@@ -53,36 +64,142 @@ async def _answer_recorded(store: Store, correlation_id: str) -> bool:
     return any(row.item.idempotency_key.startswith(f"{correlation_id}/final/") for row in rows)
 
 
+def _is_placeholder(row: OutboxRow) -> bool:
+    return PLACEHOLDER_TAG in row.item.idempotency_key and isinstance(
+        row.item.delivery, OutboundText
+    )
+
+
+def _interrupted_edit(row: OutboxRow, message_id: str) -> OutboxItem:
+    """The edit that finishes a placeholder; keyed by the placeholder's own index, so
+    finishing it again (a second restart) records nothing new."""
+    edit = TextEdit(
+        destination=row.item.delivery.destination,
+        message_id=message_id,
+        text=INTERRUPTED_PLACEHOLDER,
+        kind=OutboundKind.NOTICE,
+    )
+    index = row.item.idempotency_key.rpartition("/")[2]
+    return OutboxItem(
+        idempotency_key=f"{row.item.correlation_id}/recovery-placeholder/{index}",
+        delivery=edit, key=row.item.key, thread_id=row.item.thread_id,
+        correlation_id=row.item.correlation_id,
+    )  # fmt: skip
+
+
 async def finish_placeholders(store: Store, correlation_id: str, submit: Submit) -> int:
-    """Finish the placeholders of an interrupted turn; returns how many were edited."""
-    edits: list[OutboxItem] = []
-    for row in await store.outbox.for_correlation(correlation_id):
-        delivery = row.item.delivery
-        if PLACEHOLDER_TAG not in row.item.idempotency_key or not isinstance(
-            delivery, OutboundText
-        ):
-            continue
-        if row.state is OutboxState.PENDING:
-            await store.outbox.mark_dead(row.id, "withdrawn: the turn was interrupted")
-            continue
-        if row.state is not OutboxState.SENT or not row.sent_message_ids:
-            continue
-        edit = TextEdit(
-            destination=delivery.destination,
-            message_id=row.sent_message_ids[0],
-            text=INTERRUPTED_PLACEHOLDER,
-            kind=OutboundKind.NOTICE,
-        )
-        key = f"{correlation_id}/recovery-placeholder/{len(edits)}"
-        edits.append(
-            OutboxItem(
-                idempotency_key=key, delivery=edit, key=row.item.key,
-                thread_id=row.item.thread_id, correlation_id=correlation_id,
-            )
-        )  # fmt: skip
+    """Edit the placeholders an interrupted turn had sent; returns how many (the pending ones
+    are ``LeftPlaceholders``' to finish)."""
+    edits = [
+        _interrupted_edit(row, row.sent_message_ids[0])
+        for row in await store.outbox.for_correlation(correlation_id)
+        if _is_placeholder(row) and row.state is OutboxState.SENT and row.sent_message_ids
+    ]
     if edits:
         await submit(edits)
     return len(edits)
+
+
+class LeftPlaceholders:
+    """Placeholders an earlier process recorded but never saw sent (design §11).
+
+    At start no turn is live, so every pending placeholder row was left by a crash (or by a
+    process that stopped before finishing one of these). ``collect`` runs in the daemon's
+    prepare step, before the outbox worker: on a channel without ``idempotent_sends`` the row
+    is withdrawn (as the platform may or may not have it, nothing could find the message
+    again); otherwise the outbox reserves it, which holds its chat back. ``finish`` is the
+    kernel task ``recovery:<channel>``: once the channel runs, each row is sent again under its
+    key as the interrupted notice (the platform answers with the placeholder it took, or posts
+    the notice), retried like a notice, and the message it names is then edited to the
+    interrupted text. Only then does the chat's queue move on, so a placeholder the platform
+    never took is still posted before the re-run's answer. A channel that never runs (parked,
+    disabled by a reload) keeps its rows reserved and its chat waiting, with nothing retried
+    meanwhile; on shutdown the rows stay pending for the next start, which collects them again.
+    """
+
+    def __init__(self, store: Store, outbox: Outbox, hub: ChannelHub) -> None:
+        self._store = store
+        self._outbox = outbox
+        self._hub = hub
+        self._left: dict[str, list[OutboxRow]] = {}
+
+    async def collect(self) -> None:
+        """Withdraw or reserve every pending placeholder (before the outbox worker runs)."""
+        rows = await self._store.outbox.listing(OutboxState.PENDING, limit=PENDING_SCAN)
+        for row in sorted(rows, key=lambda row: row.id):
+            if not _is_placeholder(row):
+                continue
+            channel = row.item.delivery.destination.channel
+            caps = self._hub.capabilities_of(channel)
+            if caps is None or not caps.idempotent_sends:
+                await self._store.outbox.mark_dead(row.id, WITHDRAWN)
+                continue
+            self._outbox.reserve(row)
+            self._left.setdefault(channel, []).append(row)
+        for channel, left in self._left.items():
+            logger.info("recovery: %d placeholder(s) to finish on %s", len(left), channel)
+
+    def channels(self) -> list[str]:
+        """The channels with placeholders to finish (one ``finish`` task each)."""
+        return sorted(self._left)
+
+    async def finish(self, channel: str) -> None:
+        """Finish the channel's left placeholders in recording order, then return. Restartable:
+        a row whose resend or edit was done already is not done again."""
+        left = self._left.get(channel, [])
+        while left:
+            row = left[0]
+            message_id = await self._resend(row)
+            if message_id is not None:
+                await self._outbox.submit([_interrupted_edit(row, message_id)])
+            left.pop(0)
+            self._outbox.release(row)
+
+    async def _resend(self, row: OutboxRow) -> str | None:
+        """The message the placeholder row stands for now, sending it again if needed; ``None``
+        if it went dead (the attempt logged why)."""
+        placeholder = row.item.delivery
+        notice = OutboundText(
+            destination=placeholder.destination,
+            text=INTERRUPTED_PLACEHOLDER,
+            kind=OutboundKind.NOTICE,
+            reply_to=placeholder.reply_to if isinstance(placeholder, OutboundText) else None,
+        )
+        while True:
+            current = await self._store.outbox.get(row.id)
+            if current is None or current.state is OutboxState.DEAD:
+                return None
+            if current.state is OutboxState.SENT:
+                return current.sent_message_ids[0] if current.sent_message_ids else None
+            await until_running(self._hub, notice.destination.channel)
+            outcome = await self._outbox.resend(current, notice)
+            if outcome.sent is not None:
+                logger.info(
+                    "recovery: placeholder row %s sent again under its key: message %s",
+                    row.id, outcome.sent.message_ids,
+                )  # fmt: skip
+                return outcome.sent.message_ids[0] if outcome.sent.message_ids else None
+            if outcome.finished or outcome.retry_at is None:
+                return None
+            await asyncio.sleep(max(0.0, (outcome.retry_at - utc_now()).total_seconds()))
+
+
+async def until_running(hub: ChannelHub, name: str) -> None:
+    """Return once the channel is running (at once if it is); waits on state changes, so a
+    parked channel costs nothing while it waits."""
+    if hub.state(name) is ChannelState.RUNNING:
+        return
+    running = asyncio.Event()
+
+    def note(channel: str, _previous: ChannelState | None, state: ChannelState) -> None:
+        if channel == name and state is ChannelState.RUNNING:
+            running.set()
+
+    hub.listeners.append(note)
+    try:
+        await running.wait()
+    finally:
+        hub.listeners.remove(note)
 
 
 async def recover(store: Store, bus: InboundBus, notify: Notify, submit: Submit) -> int:

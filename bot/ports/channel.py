@@ -144,6 +144,10 @@ class ChannelCapabilities:
     global_rate_per_s: float = 0.0
     stale_after_s: float | None = None
     """Reconnect when nothing (not even a ping) arrived for this long; ``None`` disables."""
+    idempotent_sends: bool = False
+    """The platform dedupes a repeated send with the same ``dedupe_key``, answering with the
+    original message instead of posting again. Crash recovery relies on it to finish a
+    placeholder the platform may have taken just before a crash (design §11)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,6 +176,15 @@ class Channel(Protocol):
 
     Text arrives already split by the kernel within ``capabilities.text_limit``: one call is
     one platform message, and an adapter never splits again.
+
+    Every send from the outbox carries ``dedupe_key`` (the row's idempotency key). An adapter
+    whose platform dedupes sends passes it on (derived as the platform needs) and declares
+    ``capabilities.idempotent_sends``; a send that posts two messages (a file and its caption)
+    derives a distinct key for each. Recovery then resends a placeholder the crashed process
+    never saw answered under the same key, as a ``NOTICE`` with the interrupted text: the
+    platform answers with the placeholder if it took it (nothing new is posted), or posts the
+    notice; either way an edit to the interrupted text follows. Such a resend never starts a
+    stream.
     """
 
     @property

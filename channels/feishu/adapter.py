@@ -19,7 +19,9 @@ Wiring (design §17.3):
 
 Capabilities: cards hold 30 KB, so the kernel splits at 7 000 characters (``render.py``);
 answers stream into CardKit cards (``streaming.py``); images up to 10 MB, files up to 30 MB.
-Feishu allows about five messages a second per chat.
+Feishu allows about five messages a second per chat. Sends are idempotent: each carries a
+``uuid`` derived from the kernel's ``dedupe_key``, and Feishu answers a repeat with the first
+message (``outbound.py``), so recovery can find a placeholder a crash left unrecorded.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ FEISHU_CAPABILITIES = ChannelCapabilities(
     reactions=frozenset(Reaction), typing=False,
     max_file_bytes=30 * 1024 * 1024, max_image_bytes=10 * 1024 * 1024,
     progress_interval_dm_s=1.0, progress_interval_group_s=1.0, per_chat_interval_s=0.2,
+    idempotent_sends=True,
 )  # fmt: skip
 BOT_INFO = "/open-apis/bot/v3/info"
 HTTP_START_WAIT_S = 2.5

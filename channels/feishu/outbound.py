@@ -10,6 +10,14 @@ reply chain), else a new message in the chat. ``reply_in_thread`` is set for top
 adapter saw arrive as threads; Feishu keeps a reply to a message inside a thread in that
 thread anyway. A reply whose target was recalled goes to the chat instead.
 
+Every send carries Feishu's ``uuid``, a digest of the kernel's ``dedupe_key`` (the outbox
+row's key): Feishu answers a repeated uuid with the message it made for the first one (within
+an hour), so a send retried after a crash, or resent by recovery, never posts twice. A file's
+caption gets its own uuid; without a key no uuid is sent. A streaming placeholder creates its
+CardKit card before the message, so a repeat would answer with the old message while the new
+card streams unseen: the kernel never repeats a progress send, and recovery resends a
+placeholder as a notice (a static card), never as progress (design §11).
+
 Reactions are stages of one message (⏳ queued, typing while working, then done or failed);
 the adapter remembers the reaction it put on each recent message and removes it when the next
 stage arrives, so a finished message shows only the outcome.
@@ -18,6 +26,7 @@ stage arrives, so a finished message shows only the outcome.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -68,9 +77,20 @@ FILE_TYPES = {
     ".xls": "xls", ".xlsx": "xls", ".ppt": "ppt", ".pptx": "ppt",
 }  # fmt: skip
 KEPT = 4096
+UUID_CHARS = 32
 RICH_RUNGS = (Rung.CARD, Rung.POST)
 
 ContentCall = Callable[[Content], Awaitable[str]]
+
+
+def message_uuid(dedupe_key: str, part: str = "") -> str | None:
+    """Feishu's ``uuid`` for a send: a stable digest of the kernel's key (Feishu allows 50
+    characters; keys can be longer), one per ``part`` of a send that posts several messages;
+    ``None`` without a key."""
+    if not dedupe_key:
+        return None
+    seed = f"{dedupe_key}\n{part}" if part else dedupe_key
+    return hashlib.sha256(seed.encode()).hexdigest()[:UUID_CHARS]
 
 
 def file_type_for(name: str) -> str:
@@ -130,11 +150,12 @@ class Outbound:
 
     async def send_text(self, message: OutboundText) -> SentRef:
         dest = message.destination
+        uuid = message_uuid(message.dedupe_key)
         if message.kind is OutboundKind.PROGRESS and not message.buttons:
-            return SentRef(message_ids=(await self._start_stream(message),))
+            return SentRef(message_ids=(await self._start_stream(message, uuid),))
 
         async def post(content: Content) -> str:
-            return await self._send(dest, message.reply_to, content)
+            return await self._send(dest, message.reply_to, content, uuid)
 
         scope = scope_of(dest)
         message_id = await self._ladder(message.text, message.render, message.buttons, scope, post)
@@ -143,14 +164,14 @@ class Outbound:
             self._remember_question(message_id, question)
         return SentRef(message_ids=(message_id,))
 
-    async def _start_stream(self, message: OutboundText) -> str:
+    async def _start_stream(self, message: OutboundText, uuid: str | None) -> str:
         try:
             card_id, content = await self._streams.create(message.text)
         except InvalidRequest as exc:
             logger.info("feishu refused a streaming card (%s); sending a static one", exc)
             content = render(message.text, Rung.CARD)
-            return await self._send(message.destination, message.reply_to, content)
-        message_id = await self._send(message.destination, message.reply_to, content)
+            return await self._send(message.destination, message.reply_to, content, uuid)
+        message_id = await self._send(message.destination, message.reply_to, content, uuid)
         self._streams.remember(message_id, card_id)
         return message_id
 
@@ -171,9 +192,13 @@ class Outbound:
                 )
         return await call(render(text, rungs[-1], buttons, scope))
 
-    async def _send(self, dest: Destination, reply_to: str | None, content: Content) -> str:
+    async def _send(
+        self, dest: Destination, reply_to: str | None, content: Content, uuid: str | None
+    ) -> str:
         target = reply_to if is_message_id(reply_to) else dest.topic_id
         body: dict[str, object] = {"msg_type": content.msg_type, "content": content.content}
+        if uuid is not None:
+            body["uuid"] = uuid
         if target:
             threaded = target in self._threads or (dest.topic_id or "") in self._threads
             try:
@@ -258,9 +283,12 @@ class Outbound:
         except OSError as exc:
             raise InvalidRequest(f"{file.name} cannot be read: {exc.strerror or exc}") from exc
         content = await self._upload(file, data)
-        ids = [await self._send(file.destination, file.reply_to, content)]
+        uuid = message_uuid(file.dedupe_key)
+        ids = [await self._send(file.destination, file.reply_to, content, uuid)]
         if file.caption.strip():
-            ids.append(await self._send(file.destination, ids[0], render(file.caption, Rung.TEXT)))
+            caption = render(file.caption, Rung.TEXT)
+            part = message_uuid(file.dedupe_key, "caption")
+            ids.append(await self._send(file.destination, ids[0], caption, part))
         return SentRef(message_ids=tuple(ids))
 
     async def _upload(self, file: OutboundFile, data: bytes) -> Content:

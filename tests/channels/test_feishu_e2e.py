@@ -1,8 +1,9 @@
 """``switchboard`` as a user runs it with Feishu enabled against FakeFeishu: ``check --online``
 probes the app credentials and bot info, ``run`` answers over the long connection and drains
 on SIGTERM, and kill -9 in the middle of a turn still gives exactly one answer with no card
-left streaming (design §11). The fakes run on their own threads in this process; the daemon
-is a child."""
+left streaming (design §11), also when Feishu took the placeholder card but the daemon died
+before it heard so. The fakes run on their own threads in this process; the daemon is a
+child."""
 
 from __future__ import annotations
 
@@ -174,4 +175,74 @@ async def test_kill_9_mid_turn_answers_once_and_leaves_no_card_streaming(
     assert old is not None
     assert old.updated
     assert shown_text(fake, old) == INTERRUPTED_PLACEHOLDER
+    assert all(m.parent_id == asked for m in messages if "the one answer" in shown_text(fake, m))
+
+
+def _placeholder_states(state_dir: Path) -> list[str]:
+    uri = f"file:{state_dir / 'switchboard.db'}?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=5)) as db:
+        rows = db.execute(
+            "SELECT state FROM outbox WHERE idempotency_key LIKE ?", (f"%{PLACEHOLDER_TAG}%",)
+        ).fetchall()
+    return [state for (state,) in rows]
+
+
+def _card_reply(body: object) -> bool:
+    return isinstance(body, dict) and _is_card_send(body.get("content"))
+
+
+async def test_kill_9_after_feishu_took_the_placeholder_unrecorded_leaves_no_card_streaming(
+    tmp_path: Path,
+) -> None:
+    """Feishu took the placeholder card, but the daemon died before it heard so: the row is
+    still pending. The next start resends it under its uuid, which names the card Feishu took
+    (nothing new is posted), and edits it; the re-run answers once, below it (design §11)."""
+    state = tmp_path / "state"
+    with FakeOpenAIServer() as model, FakeFeishu() as fake:
+        agent = f"{{model: {{base_url: '{model.base_url}', api_key: sk-test}}}}"
+        config = _config(tmp_path, fake, agent)
+        look = ToolCall(name="list_files", arguments={})
+        model.script(
+            Reply(text="Let me look at your files.", tool_calls=(look,)),
+            Reply(text="an answer that never arrives", delay_s=60),
+        )
+        fake.withhold_answer("im.message.reply", when=_card_reply)  # taken, never answered
+        with (tmp_path / "run1.log").open("w") as log:
+            first = _start(config, state, log)
+            try:
+                asked = fake.push_message("please answer once", chat_id=DM)
+                taken = await fake.await_call(
+                    "im.message.reply", lambda c: _card_reply(c.json), within=45
+                )
+                await asyncio.to_thread(model.wait_for_requests, 2, 45)
+            finally:
+                first.send_signal(signal.SIGKILL)
+                await asyncio.to_thread(first.wait, 30)
+        [placeholder] = fake.sent_messages(DM)
+        assert _streaming(fake, placeholder)  # what kill -9 left behind
+        assert _placeholder_states(state) == ["pending"]  # and the daemon never learnt of it
+        model.script(Reply(text="the one answer"))
+        with (tmp_path / "run2.log").open("w") as log:
+            second = _start(config, state, log)
+            try:
+                await wait_text(fake, DM, "the one answer", within=45)
+                await wait_text(fake, DM, INTERRUPTED_PLACEHOLDER, within=45)
+            finally:
+                second.send_signal(signal.SIGTERM)
+                code = await asyncio.to_thread(second.wait, 30)
+        shown = texts(fake, DM)
+        messages = fake.sent_messages(DM)
+        old = fake.message(placeholder.message_id)
+        resent = [c for c in fake.calls("im.message.reply") if c.at > taken.at]
+    assert first.returncode == -signal.SIGKILL
+    assert code == 0, (tmp_path / "run2.log").read_text()
+    assert _placeholder_states(state) == ["sent"]
+    assert sum("the one answer" in text for text in shown) == 1, shown
+    assert sorted(shown) == sorted([INTERRUPTED_PLACEHOLDER, RESUMING_NOTICE, "the one answer"])
+    assert not any(_streaming(fake, m) for m in messages), shown
+    assert old is not None
+    assert old.updated
+    assert shown_text(fake, old) == INTERRUPTED_PLACEHOLDER
+    assert messages[0].message_id == placeholder.message_id  # the answer comes below it
+    assert taken.json["uuid"] in [c.json.get("uuid") for c in resent]  # found by its uuid
     assert all(m.parent_id == asked for m in messages if "the one answer" in shown_text(fake, m))

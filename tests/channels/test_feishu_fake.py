@@ -256,6 +256,28 @@ async def test_token_and_messages_through_the_async_client(fake: FakeFeishu, api
     assert call.query == {"receive_id_type": "chat_id"}
 
 
+async def test_a_repeated_uuid_posts_nothing_and_a_long_one_is_refused(
+    fake: FakeFeishu, api: Any
+) -> None:
+    fake.message_payload("question", chat_id="oc_chat1", message_id="om_q")
+
+    def reply(text: str, uuid: str) -> Any:
+        body = _build(
+            ReplyMessageRequestBody.builder(), msg_type="text",
+            content=json.dumps({"text": text}), uuid=uuid,
+        )  # fmt: skip
+        return _build(ReplyMessageRequest.builder(), message_id="om_q", request_body=body)
+
+    refused = await api.im.v1.message.areply(reply("lost", "u" * 51))
+    first = await api.im.v1.message.areply(reply("first", "u" * 50))
+    again = await api.im.v1.message.areply(reply("whatever the repeat says", "u" * 50))
+    created = await api.im.v1.message.acreate(_send("oc_chat1", "text", {"text": "x"}, "u" * 50))
+
+    assert refused.code == 99992402
+    assert first.data.message_id == again.data.message_id == created.data.message_id
+    assert [m.content["text"] for m in fake.sent_messages("oc_chat1")] == ["first"]
+
+
 async def test_reply_in_thread_and_card_patch(fake: FakeFeishu, api: Any) -> None:
     fake.message_payload("question", chat_id="oc_chat1", message_id="om_q")
     body = _build(

@@ -1,7 +1,9 @@
 """FakeChannel: a real, in-process implementation of the Channel port for core tests.
 
 It records every platform operation, hands out message ids, can be told to fail the next
-operations with typed send errors, and lets a test wait for what it expects to be sent.
+operations with typed send errors, and lets a test wait for what it expects to be sent. With
+``idempotent_sends`` in its capabilities it dedupes sends by ``dedupe_key`` as such a platform
+does: a repeat answers the first message and posts nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ class Sent:
 
     delivery: Delivery
     message_id: str | None
+    repeat: bool = False
+    """A send under a ``dedupe_key`` the platform had taken: answered with that message, and
+    nothing posted."""
 
     @property
     def is_progress(self) -> bool:
@@ -77,6 +82,9 @@ class FakeChannel(BaseChannel):
     """How many starts never finish (a hung SDK), before starts work again."""
     close_hangs: bool = False
     files: dict[str, bytes] = field(default_factory=dict)
+    taken: dict[str, str] = field(default_factory=dict)
+    """The message each ``dedupe_key`` posted (with ``idempotent_sends``); a test seeds it with
+    what a crashed process got the platform to post."""
 
     def __post_init__(self) -> None:
         super().__init__()
@@ -115,9 +123,13 @@ class FakeChannel(BaseChannel):
     async def _record(self, delivery: Delivery, *, new_id: bool) -> str | None:
         if self.fail_next:
             raise self.fail_next.popleft()
-        message_id = f"b{next(self._ids)}" if new_id else None
+        key = _dedupe_key(delivery) if self.capabilities.idempotent_sends else ""
+        taken = self.taken.get(key) if key else None
+        message_id = taken or (f"b{next(self._ids)}" if new_id else None)
+        if key and message_id is not None:
+            self.taken[key] = message_id
         async with self._changed:
-            self.sent.append(Sent(delivery, message_id))
+            self.sent.append(Sent(delivery, message_id, repeat=taken is not None))
             self._changed.notify_all()
         return message_id
 
@@ -154,7 +166,8 @@ class FakeChannel(BaseChannel):
     # ------------------------------------------------------------------ assertions
 
     def texts(self, *, kinds: tuple[type, ...] = (OutboundText, TextEdit)) -> list[str]:
-        return [s.text for s in self.sent if isinstance(s.delivery, kinds)]
+        """What was posted or edited, in order (repeats posted nothing)."""
+        return [s.text for s in self.sent if isinstance(s.delivery, kinds) and not s.repeat]
 
     async def wait_for(self, predicate: Callable[[Sent], bool], within: float = 5.0) -> Sent:
         """The first recorded operation matching ``predicate``, waiting for it if needed."""
@@ -166,8 +179,15 @@ class FakeChannel(BaseChannel):
                 await self._changed.wait()
 
     async def wait_text(self, fragment: str, within: float = 5.0) -> Sent:
-        """The first text (not a progress update) containing ``fragment``."""
-        return await self.wait_for(lambda s: fragment in s.text and not s.is_progress, within)
+        """The first text posted or edited (not a progress update, not a repeat) containing
+        ``fragment``."""
+        return await self.wait_for(
+            lambda s: fragment in s.text and not s.is_progress and not s.repeat, within
+        )
+
+
+def _dedupe_key(delivery: Delivery) -> str:
+    return delivery.dedupe_key if isinstance(delivery, OutboundText | OutboundFile) else ""
 
 
 AUTH_FAILED = AuthFailed("token rejected")

@@ -227,3 +227,30 @@ async def test_a_final_whose_placeholder_is_gone_is_sent_as_a_new_message(tmp_pa
     assert all(
         row.state is OutboxState.SENT for row in rows if "/final/" in row.item.idempotency_key
     )
+
+
+async def test_each_send_carries_its_rows_key_as_dedupe_key(tmp_path: Path) -> None:
+    """Set at attempt time (design §8): a placeholder, a final whose placeholder is gone (sent
+    anew under the edit's key) and a file; the rows do not store the key a second time."""
+    channel, agent = FakeChannel(), ScriptedAgent()
+    async with running(make_settings(tmp_path), [channel], agent) as daemon:
+        await channel.inject(dm("hi", message_id="1"))
+        agent.feed(TextDelta(text="Thinking about it"))
+        placeholder = await channel.wait_for(lambda s: "Thinking about it" in s.text)
+        channel.fail_next.append(MessageGone("message to edit not found"))
+        agent.feed(FinalAnswer(text="x" * 30_000))  # long: a summary and the answer as a file
+        upload = await channel.wait_for(lambda s: isinstance(s.delivery, OutboundFile))
+        await daemon.kernel.outbox.wait_idle()
+        rows = await daemon.kernel.store.outbox.listing()
+    final = next(s for s in channel.sent if "attached as a Markdown file" in s.text)
+    keys = {
+        sent.delivery.dedupe_key
+        for sent in (placeholder, final, upload)
+        if isinstance(sent.delivery, OutboundText | OutboundFile)
+    }
+    sent_keys = {row.item.idempotency_key for row in rows if row.state is OutboxState.SENT}
+    assert len(keys) == 3
+    assert keys <= sent_keys
+    assert any(key.endswith("/placeholder/0") for key in keys)
+    stored = [r.item.delivery for r in rows]
+    assert all(d.dedupe_key == "" for d in stored if isinstance(d, OutboundText | OutboundFile))

@@ -68,3 +68,46 @@ async def test_a_newer_row_waits_for_the_older_one_whose_retry_is_due(
     finally:
         worker.cancel()
         await asyncio.gather(worker, return_exceptions=True)
+
+
+async def test_a_reserved_row_holds_its_chat_until_recovery_releases_it(
+    store: SqliteStore, clock: ManualClock
+) -> None:
+    """Crash recovery keeps an old row for itself (design §11): its chat sends nothing, a re-run
+    sharing its key can neither take it back nor learn its message before recovery is done, and
+    once recovery has resent it (as a stand-in, under the row's key) and released it, the
+    chat's queue follows in order."""
+    channel = FakeChannel()
+    hub = ChannelHub(store.settings)
+    hub.add(channel)
+    hub.set_state("fake", ChannelState.RUNNING)
+    outbox = Outbox(store, hub, RateLimiter(), Counters(), RetryPolicy(clock=clock))
+    old = _item("left by the crash")
+    (row,) = await store.outbox.enqueue_rows([old])
+    outbox.reserve(row)
+    worker = asyncio.create_task(outbox.run(), name="outbox")
+    try:
+        await outbox.submit([_item("answer 6")])
+        async with asyncio.timeout(5):
+            await outbox.wait_idle()  # nothing it may send: the chat waits for recovery
+        assert channel.sent == []
+        assert await outbox.withdraw(old) is None
+        with pytest.raises(TimeoutError):  # it cannot answer while the row is reserved
+            async with asyncio.timeout(0.2):
+                await outbox.send_now(old)
+        stand_in = OutboundText(destination=DESTINATION, text="stand-in", kind=OutboundKind.NOTICE)
+        outcome = await outbox.resend(row, stand_in)
+        outbox.release(row)
+        assert await outbox.send_now(old) == outcome.sent  # released: it names the message
+        await channel.wait_text("answer 6")
+        assert [sent.text for sent in channel.sent] == ["stand-in", "answer 6"]
+        first = channel.sent[0].delivery
+        assert isinstance(first, OutboundText)
+        assert first.dedupe_key == old.idempotency_key
+        assert outcome.sent is not None
+        stored = await store.outbox.get(row.id)
+        assert stored is not None
+        assert stored.sent_message_ids == outcome.sent.message_ids
+    finally:
+        worker.cancel()
+        await asyncio.gather(worker, return_exceptions=True)

@@ -13,11 +13,8 @@ from bot.exit_codes import EXIT_TEMPFAIL
 from bot.messages import (
     Attachment,
     AttachmentKind,
-    ChatType,
     ConversationKey,
-    Destination,
     OutboundKind,
-    OutboundText,
     TextEdit,
 )
 from bot.metrics import Counters
@@ -27,9 +24,10 @@ from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import TurnRequest
 from bot.pipeline.sessions import destination_for
 from bot.ports import Admission, ChannelCapabilities
-from bot.records import InboundStatus, OutboxItem
+from bot.records import InboundStatus
 from store.sqlite import SqliteStore
 from tests.bot.harness import make_settings, running
+from tests.bot.pipeline.crashed import journal_running_turn, recorded_before_the_crash
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel, dm, group
 from tests.store.support import record
@@ -101,33 +99,9 @@ async def test_attachments_are_saved_to_uploads_and_named_in_the_turn(tmp_path: 
     assert any("gone.png" in note for note in turn.notes)
 
 
-async def _journal_running_turn(state_dir: Path, text: str) -> None:
-    """Leave the store as a crash in the middle of a turn would: journaled, running."""
-    async with SqliteStore.from_state_dir(state_dir) as store:
-        message = dm(text, message_id="1")
-        entry_id = await record(store, message, "corr1")
-        assert entry_id is not None
-        key = ConversationKey(channel="fake", chat_id="dm-alice")
-        await store.inbound.update(entry_id, InboundStatus.RUNNING, reason="turn corr1", key=key)
-
-
-async def _sent_before_the_crash(
-    store: SqliteStore, idempotency_key: str, text: str, kind: OutboundKind, message_id: str
-) -> None:
-    """An outbox row of turn ``corr1`` that the crashed process had sent as ``message_id``."""
-    destination = Destination(channel="fake", chat_id="dm-alice", chat_type=ChatType.DM)
-    delivery = OutboundText(destination=destination, text=text, kind=kind)
-    key = ConversationKey(channel="fake", chat_id="dm-alice")
-    (row,) = await store.outbox.enqueue_rows([
-        OutboxItem(idempotency_key=idempotency_key, delivery=delivery, key=key,
-                   thread_id="t1", correlation_id="corr1")
-    ])  # fmt: skip
-    await store.outbox.mark_sent(row.id, (message_id,))
-
-
 async def test_unfinished_turn_is_resumed_once_after_a_crash(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
-    await _journal_running_turn(settings.state_dir, "interrupted question")
+    await journal_running_turn(settings.state_dir, "interrupted question")
     channel, agent = FakeChannel(), FakeAgent()
     async with running(settings, [channel], agent) as daemon:
         await channel.wait_text("Resuming after a restart")
@@ -142,9 +116,9 @@ async def test_a_placeholder_left_by_the_crash_is_finished_not_left_thinking(
     tmp_path: Path,
 ) -> None:
     settings = make_settings(tmp_path)
-    await _journal_running_turn(settings.state_dir, "interrupted question")
+    await journal_running_turn(settings.state_dir, "interrupted question")
     async with SqliteStore.from_state_dir(settings.state_dir) as store:
-        await _sent_before_the_crash(
+        await recorded_before_the_crash(
             store, "corr1/placeholder/0", "Let me think ▍", OutboundKind.PROGRESS, "b-old"
         )
     channel, agent = FakeChannel(), FakeAgent()
@@ -157,12 +131,12 @@ async def test_a_placeholder_left_by_the_crash_is_finished_not_left_thinking(
 
 async def test_turn_that_crashed_twice_gets_an_apology(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
-    await _journal_running_turn(settings.state_dir, "cursed")
+    await journal_running_turn(settings.state_dir, "cursed")
     async with SqliteStore.from_state_dir(settings.state_dir) as store:
         (entry,) = await store.inbound.find("fake", "1")
         await store.inbound.update(entry.id, InboundStatus.RUNNING, reason="resumed turn corr1")
         # The first restart's "Resuming" notice: the apology must not be mistaken for it.
-        await _sent_before_the_crash(
+        await recorded_before_the_crash(
             store, "corr1/recovery/0", "🔄 Resuming after a restart…", OutboundKind.NOTICE,
             "b-resume",
         )  # fmt: skip

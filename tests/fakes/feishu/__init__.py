@@ -44,7 +44,8 @@ observe    calls(name_or_path=None) -> [Call]; wait_call(name, predicate, timeou
 faults     fail_next(pattern, code=, msg=, http_status=400, headers=None, times=1);
            rate_limit(pattern, reset_s=1); fail_server_error(pattern); expire_token_next(
            pattern, code=99991663); fail_invalid_card(pattern); fail_bot_not_in_chat(
-           pattern); revoke_token(); expire_streaming(card_id)
+           pattern); revoke_token(); expire_streaming(card_id); withhold_answer(pattern,
+           when=None, times=1) (the call is carried out, its answer never sent)
 
 Call names: auth.tenant_access_token, auth.app_access_token, ws.endpoint, bot.info,
 im.message.{create,reply,patch,delete,get}, im.message_reaction.{create,delete},

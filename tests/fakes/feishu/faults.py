@@ -3,12 +3,16 @@
 A pattern names an API (``"im.message.create"``, ``"cardkit.*"``), a request
 (``"POST /open-apis/im/v1/messages*"``) or a path glob; faults apply before the token check,
 in the order they were added, and also to ``auth.tenant_access_token`` and ``ws.endpoint``.
+``withhold_answer`` is the other kind: the call succeeds, but its answer never arrives.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from tests.fakes.feishu import codes
-from tests.fakes.feishu.records import Fault, Guard
+from tests.fakes.feishu.records import Fault, Guard, Withhold
 from tests.fakes.feishu.server import FeishuServer
 
 
@@ -29,6 +33,15 @@ class FaultScript:
         fault = Fault(pattern, code, msg, http_status, dict(headers or {}))
         with self._guard:
             self._server.faults.extend([fault] * times)
+
+    def withhold_answer(
+        self, pattern: str, *, when: Callable[[Any], bool] | None = None, times: int = 1
+    ) -> None:
+        """Carry out the next matching call(s) (``when``: a test of the JSON body) but never
+        answer while the fake runs: Feishu took the request, and the caller cannot know (it
+        was killed, or gave up waiting)."""
+        with self._guard:
+            self._server.withheld.extend([Withhold(pattern, when)] * times)
 
     def rate_limit(self, pattern: str, *, reset_s: int = 1, times: int = 1) -> None:
         """HTTP 429, code 99991400, ``x-ogw-ratelimit-limit``/``x-ogw-ratelimit-reset`` headers."""

@@ -2,7 +2,9 @@
 
 - Sending needs a chat the bot is in (``add_chat`` or a pushed message), else 230002;
   ``receive_id_type=open_id`` needs a user the bot has a p2p chat with, else 230013.
-- ``uuid`` dedupes for an hour: the same uuid answers the first message again, no new one.
+- ``uuid`` (at most 50 characters, else 99992402) dedupes for an hour across create and
+  reply: the same uuid answers the first message again and creates nothing, whatever the
+  repeat carries; a send that failed does not use its uuid up.
 - Replies to a deleted message answer 230011, to an unknown one 230001.
 - PATCH only updates the bot's own ``interactive`` messages (230054 otherwise).
 """
@@ -18,6 +20,7 @@ from tests.fakes.feishu.world import StoredMessage, World
 
 BOT_NOT_OWNER = 230017  # [doc] the bot did not send that message
 _FILE_TYPES = frozenset({"file", "audio", "media", "sticker"})
+UUID_MAX = 50  # [doc] the send and reply bodies cap ``uuid`` at 50 characters
 
 
 def message_json(world: World, m: StoredMessage) -> dict[str, Any]:
@@ -108,6 +111,13 @@ class Messages:
             self._upload(content.resource_key(parsed, "file_key"), "file")
         return parsed, card_id
 
+    def _repeat(self, request: ApiRequest) -> tuple[str | None, StoredMessage | None]:
+        """The send's uuid, and the message it made already if it is a repeat."""
+        uuid = request.text("uuid", required=False) or None
+        if uuid is not None and len(uuid) > UUID_MAX:
+            raise codes.field_error("uuid")
+        return uuid, self._world.remembered(uuid)
+
     def _upload(self, key: str, kind: str) -> Upload:
         found = self._world.uploads.get(key)
         if found is None or found.kind != kind:
@@ -133,8 +143,7 @@ class Messages:
         if not id_type:
             raise codes.field_error("receive_id_type")
         receive_id = request.text("receive_id")
-        uuid = request.text("uuid", required=False) or None
-        again = self._world.remembered(uuid)
+        uuid, again = self._repeat(request)
         if again is not None:
             return message_json(self._world, again)
         chat_id, chat_type = self._chat_for(id_type, receive_id)
@@ -156,8 +165,7 @@ class Messages:
         return self._store(message)
 
     def reply(self, request: ApiRequest) -> Reply:
-        uuid = request.text("uuid", required=False) or None
-        again = self._world.remembered(uuid)
+        uuid, again = self._repeat(request)
         if again is not None:
             return message_json(self._world, again)
         parent = self.target(request.params["message_id"])

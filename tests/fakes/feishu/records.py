@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -58,6 +59,14 @@ class Fault:
     msg: str
     http_status: int
     headers: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Withhold:
+    """A call to carry out without ever answering it (``FaultScript.withhold_answer``)."""
+
+    pattern: str
+    when: Callable[[Any], bool] | None  # tested on the decoded JSON body
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,7 +2,8 @@
 
 Each REST request is decoded, checked against scripted faults, then the bearer token, then
 handed to its handler under the fake's lock; the call is recorded (with the code answered)
-before the answer goes out.
+before the answer goes out. A withheld call (``withhold_answer``) is carried out and recorded,
+but its answer never goes out while the fake runs.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from tests.fakes.feishu.longconn import LongConn
 from tests.fakes.feishu.media import Media
 from tests.fakes.feishu.messages import Messages
 from tests.fakes.feishu.reactions import Reactions
-from tests.fakes.feishu.records import ApiError, Call, Fault, Guard
+from tests.fakes.feishu.records import ApiError, Call, Fault, Guard, Withhold
 from tests.fakes.feishu.wire import ApiRequest, FilePart, Raw, Reply, Route, TopLevel
 from tests.fakes.feishu.world import World
 from tests.fakes.loop_thread import LoopServer
@@ -50,6 +51,9 @@ class FeishuServer(LoopServer):
         self.port = 0
         self.calls: list[Call] = []
         self.faults: deque[Fault] = deque()
+        self.withheld: deque[Withhold] = deque()
+        self._released: asyncio.Event | None = None
+        """Set when the fake stops: withheld answers wait for it (their callers are gone)."""
         self.creds = Credentials(world, lambda: self.origin)
         self.longconn = LongConn(guard, self.creds)
         self.routes: list[Route] = [
@@ -80,6 +84,7 @@ class FeishuServer(LoopServer):
 
     @override
     async def _astart(self) -> None:
+        self._released = asyncio.Event()
         app = web.Application(client_max_size=_MAX_BODY)
         for route in self.routes:
             app.router.add_route(route.method, route.path, self._endpoint(route))
@@ -96,6 +101,8 @@ class FeishuServer(LoopServer):
 
     @override
     async def _astop(self) -> None:
+        if self._released is not None:
+            self._released.set()
         await self.longconn.stop()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -130,7 +137,20 @@ class FeishuServer(LoopServer):
                 self._record(route.name, request, api, error.http_status, error.code)
                 return _error(error)
             self._record(route.name, request, api, 200, 0)
+            withheld = self._withheld(route, request, api)
+        if withheld and self._released is not None:
+            await self._released.wait()  # done, but never answered while the fake runs
         return _success(reply)
+
+    def _withheld(self, route: Route, request: web.Request, api: ApiRequest) -> bool:
+        """Whether this call's answer is withheld (the first matching ``Withhold`` is used up)."""
+        for hold in self.withheld:
+            if matches(hold.pattern, route.name, request.method, request.path) and (
+                hold.when is None or hold.when(api.body)
+            ):
+                self.withheld.remove(hold)
+                return True
+        return False
 
     def _gate(self, route: Route, request: web.Request) -> None:
         for fault in self.faults:
