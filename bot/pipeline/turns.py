@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from bot.config.settings import Settings
 from bot.delivery.outbox import Outbox
@@ -199,8 +200,8 @@ class TurnRunner:
         """The thread's workspace, its directories made on the thread's first turn here."""
         workspace = self._workspaces.get(thread_id)
         if workspace is None:
-            workspace = ThreadWorkspace.for_thread(self._settings().state_dir, thread_id)
-            await asyncio.to_thread(workspace.create)
+            state_dir = self._settings().state_dir
+            workspace = await asyncio.to_thread(_created_workspace, state_dir, thread_id)
             if len(self._workspaces) >= WORKSPACES_REMEMBERED:
                 self._workspaces.clear()
             self._workspaces[thread_id] = workspace
@@ -347,6 +348,14 @@ def failure_text(reason: str, reference: str) -> str:
     if fragment[:1].isupper() and not fragment[1:2].isupper():
         fragment = fragment[0].lower() + fragment[1:]
     return f"⚠️ Sorry, I could not finish this reply: {fragment}. (ref `{reference}`)"
+
+
+def _created_workspace(state_dir: Path, thread_id: str) -> ThreadWorkspace:
+    """The thread's workspace with its directories made. Both steps touch the disk
+    (``for_thread`` resolves ``state_dir`` on its first use), so this runs off the loop."""
+    workspace = ThreadWorkspace.for_thread(state_dir, thread_id)
+    workspace.create()
+    return workspace
 
 
 def _items(ctx: ReplyContext, deliveries: list[Delivery]) -> list[OutboxItem]:
