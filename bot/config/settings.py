@@ -195,14 +195,53 @@ class FeishuSettings(ChannelSettings):
         return (*base, "verification_token") if self.mode == "webhook" else base
 
 
+PUBLIC_DINGTALK_API = "https://api.dingtalk.com"
+PUBLIC_DINGTALK_OAPI = "https://oapi.dingtalk.com"
+
+
+def _base_url(value: str) -> str:
+    """An ``http(s)://host[:port][/prefix]`` base without query, fragment or credentials,
+    normalised without a trailing slash (so ``base + "/v1.0/..."`` is always one URL)."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ValueError("must be an http(s) URL such as https://api.dingtalk.com")
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise ValueError("must not carry a query, fragment or credentials")
+    _ = parts.port  # raises ValueError for a malformed port
+    return value.strip().rstrip("/")
+
+
 class DingTalkSettings(ChannelSettings):
-    """DingTalk has no reply threads, so its groups default to one conversation per member."""
+    """DingTalk has no reply threads, so its groups default to one conversation per member.
+
+    ``api_base_url`` alone decides where the stream gateway and the OpenAPI calls go;
+    ``oapi_base_url`` is the legacy host (``/gettoken``, ``/media/upload``): by default the
+    public oapi host when ``api_base_url`` is the public one, otherwise ``api_base_url`` itself
+    (a proxy or a test fake serves both). ``DINGTALK_OPENAPI_ENDPOINT`` is never consulted.
+    """
 
     group_scope: GroupScope | None = GroupScope.USER
     client_id: str | None = None
     client_secret: SecretStr | None = None
-    api_base_url: str = "https://api.dingtalk.com"
+    api_base_url: str = PUBLIC_DINGTALK_API
+    oapi_base_url: str | None = None
     card_template_id: str | None = None
+    """An AI card template: answers stream into it. Without one, answers arrive whole."""
+    card_content_key: str = "content"
+    """The template's Markdown variable the answer streams into."""
+
+    @field_validator("api_base_url", "oapi_base_url")
+    @classmethod
+    def _normalised(cls, value: str | None) -> str | None:
+        return None if value is None else _base_url(value)
+
+    @property
+    def oapi_origin(self) -> str:
+        if self.oapi_base_url is not None:
+            return self.oapi_base_url
+        if self.api_base_url == PUBLIC_DINGTALK_API:
+            return PUBLIC_DINGTALK_OAPI
+        return self.api_base_url
 
     @override
     def required_secrets(self) -> tuple[str, ...]:

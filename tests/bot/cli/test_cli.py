@@ -49,18 +49,19 @@ def test_config_error_exits_78_and_names_the_key(tmp_path: Path) -> None:
     assert "channels.telegram.token" in result.stderr
 
 
-def test_a_channel_this_build_does_not_ship_exits_78_for_check_and_run(tmp_path: Path) -> None:
-    """DingTalk is configured but its adapter is not built yet: a configuration error (78,
-    not restarted by systemd), never a traceback."""
+def test_a_bad_dingtalk_url_exits_78_naming_the_key_for_check_and_run(tmp_path: Path) -> None:
+    """A malformed ``api_base_url`` is a configuration error (78, not restarted by systemd)
+    naming the key, never a traceback or a connection retried forever."""
     config = tmp_path / "dingtalk.yaml"
     config.write_text(
         f"config_version: 1\nstate_dir: {tmp_path / 'state'}\nhttp: {{enabled: false}}\n"
-        "channels:\n  dingtalk: {enabled: true, client_id: id, client_secret: secret}\n"
+        "channels:\n  dingtalk: {enabled: true, client_id: id, client_secret: secret,"
+        " api_base_url: 'api.dingtalk.com/v1'}\n"
     )
     for command in ("check", "run"):
         result = _switchboard(command, "-c", str(config), env=_env(tmp_path))
         assert result.returncode == 78, result.stderr
-        assert "channel 'dingtalk' is not available in this build" in result.stderr
+        assert "channels.dingtalk.api_base_url" in result.stderr
         assert "Traceback" not in result.stderr
 
 

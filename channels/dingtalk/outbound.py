@@ -1,0 +1,129 @@
+"""Sends: the session webhook while it is valid, else the OpenAPI; files through oapi media.
+
+- A reply (``reply_to`` set) goes to the chat's newest session webhook that is still valid,
+  as ``markdown`` (``text`` for the plain rung), and ``at`` the member who asked when in a
+  group. A webhook that answers "expired" is marked dead and the same message goes through
+  the OpenAPI instead.
+- Everything else, and every reply once the webhook is gone (after a restart, or ~90 minutes
+  later), goes through the OpenAPI with the app token: ``oToMessages/batchSend`` for a 1:1 chat
+  (addressed by the member's staff id, the chat id), ``groupMessages/send`` for a group.
+  ``invalidStaffIdList`` means the member is unknown (``target_not_found``),
+  ``flowControlledStaffIdList`` that DingTalk throttled them (``rate_limited``).
+- Files: uploaded to ``{oapi_base_url}/media/upload``, then sent as ``sampleFile`` or
+  ``sampleImageMsg`` (session webhooks cannot carry files), the caption after it.
+
+DingTalk returns no message id for a session-webhook send; the adapter makes one up, which is
+only ever used as a reference the kernel cannot edit (edits exist for AI cards only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path, PurePath
+
+from bot.errors import RateLimited, SendError, TargetNotFound
+from bot.messages import (
+    ChatType,
+    Destination,
+    OutboundFile,
+    OutboundKind,
+    OutboundText,
+    RenderMode,
+    SentRef,
+)
+from channels.dingtalk.api import Oapi, OpenApi, dumps, post_session
+from channels.dingtalk.errors import PER_MINUTE_S, Json, SessionExpired
+from channels.dingtalk.render import dingtalk_markdown, title_of
+from channels.dingtalk.sessions import SessionBook
+
+logger = logging.getLogger(__name__)
+
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".gif", ".bmp"})
+
+
+def _session_body(message: OutboundText, asker: str | None) -> Json:
+    if message.render is RenderMode.PLAIN:
+        body: Json = {"msgtype": "text", "text": {"content": message.text}}
+    else:
+        markdown = {"title": title_of(message.text), "text": dingtalk_markdown(message.text)}
+        body = {"msgtype": "markdown", "markdown": markdown}
+    if asker is not None:
+        body["at"] = {"atUserIds": [asker], "isAtAll": False}
+    return body
+
+
+def _template(message: OutboundText) -> tuple[str, Json]:
+    if message.render is RenderMode.PLAIN:
+        return "sampleText", {"content": message.text}
+    return "sampleMarkdown", {
+        "title": title_of(message.text),
+        "text": dingtalk_markdown(message.text),
+    }
+
+
+class Outbound:
+    def __init__(self, api: OpenApi, oapi: Oapi, book: SessionBook, robot_code: str) -> None:
+        self._api = api
+        self._oapi = oapi
+        self._book = book
+        self._robot_code = robot_code
+
+    async def send_text(self, message: OutboundText) -> SentRef:
+        destination = message.destination
+        if message.reply_to is not None:
+            webhook = await self._book.live_webhook(destination.chat_id)
+            if webhook is not None:
+                asker = None
+                if destination.chat_type is ChatType.GROUP:
+                    asker = await self._book.asker(message.reply_to)
+                try:
+                    await post_session(self._api.session, webhook, _session_body(message, asker))
+                except SessionExpired:
+                    logger.info("dingtalk session webhook expired early; using the OpenAPI")
+                    await self._book.expired(webhook)
+                else:
+                    return SentRef(message_ids=(f"session:{uuid.uuid4().hex}",))
+        key, param = _template(message)
+        return await self.send_template(destination, key, param)
+
+    async def send_template(self, destination: Destination, key: str, param: Json) -> SentRef:
+        """One OpenAPI robot message into ``destination``."""
+        body: Json = {"robotCode": self._robot_code, "msgKey": key, "msgParam": dumps(param)}
+        if destination.chat_type is ChatType.GROUP:
+            body["openConversationId"] = destination.chat_id
+            answer = await self._api.call("POST", "/v1.0/robot/groupMessages/send", body)
+        else:
+            body["userIds"] = [destination.chat_id]
+            answer = await self._api.call("POST", "/v1.0/robot/oToMessages/batchSend", body)
+            if answer.get("invalidStaffIdList"):
+                raise TargetNotFound(f"unknown staff id {destination.chat_id}")
+            if answer.get("flowControlledStaffIdList"):
+                raise RateLimited("flow controlled", retry_after=PER_MINUTE_S)
+        reference = str(answer.get("processQueryKey") or uuid.uuid4().hex)
+        return SentRef(message_ids=(reference,))
+
+    async def send_file(self, file: OutboundFile) -> SentRef:
+        data = await asyncio.to_thread(Path(file.path).read_bytes)
+        image = file.is_image and PurePath(file.name).suffix.lower() in IMAGE_SUFFIXES
+        media_id = await self._oapi.upload("image" if image else "file", file.name, data)
+        if image:
+            sent = await self.send_template(
+                file.destination, "sampleImageMsg", {"photoURL": media_id}
+            )
+        else:
+            suffix = PurePath(file.name).suffix.lstrip(".").lower() or "file"
+            param = {"mediaId": media_id, "fileName": file.name, "fileType": suffix}
+            sent = await self.send_template(file.destination, "sampleFile", param)
+        if not file.caption:
+            return sent
+        caption = OutboundText(
+            destination=file.destination, text=file.caption, kind=OutboundKind.FINAL
+        )
+        try:
+            extra = await self.send_text(caption)
+        except SendError as exc:  # the file arrived; a lost caption is not worth a resend
+            logger.warning("dingtalk caption not sent: %s", exc)
+            return sent
+        return SentRef(message_ids=(*sent.message_ids, *extra.message_ids))
