@@ -1,6 +1,7 @@
-"""The embedded agent backend: the LangGraph graph in-process, checkpoints in SQLite (design §6).
+"""The embedded agent backend: the LangGraph graph in-process, checkpoints durable (design §6).
 
-Checkpoints live in ``state_dir/agent.db`` (not the daemon's own database), so threads,
+Checkpoints live in ``state_dir/agent.db`` (not the daemon's own database), or in the
+daemon's PostgreSQL database when the store is there (``agent/checkpoints.py``), so threads,
 history and pending clarifications survive restarts. A run streams the graph and translates it
 into ``AgentEvent`` values: assistant text tokens, tool activity, a clarification (then the run
 ends), and a final answer with the files presented during this turn.
@@ -17,19 +18,19 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncGenerator
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, cast
 
-import aiosqlite
 import openai
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import MessagesState
 from langgraph.types import Command, Interrupt, StreamMode
 from typing_extensions import override
 
+from agent.checkpoints import checkpointer
 from agent.graph import MODEL_NODE, REQUEST_TIMEOUT_S, AgentGraph, build_graph, chat_model
 from agent.tools import PRESENT_TOOL, build_tools
 from bot.config.settings import Settings
@@ -70,7 +71,7 @@ class EmbeddedBackend(StartClose):
         self._state_dir = settings.state_dir
         self._max_retries = max_retries
         self._request_timeout_s = request_timeout_s
-        self._conn: aiosqlite.Connection | None = None
+        self._checkpoints: AsyncExitStack | None = None
         self._http: openai.DefaultAsyncHttpxClient | None = None
         self._graph: AgentGraph | None = None
 
@@ -84,10 +85,9 @@ class EmbeddedBackend(StartClose):
     @override
     async def start(self) -> None:
         agent = self._settings.agent
-        await asyncio.to_thread(self._state_dir.mkdir, parents=True, exist_ok=True)
-        self._conn = await aiosqlite.connect(self._state_dir / "agent.db")
-        checkpointer = AsyncSqliteSaver(self._conn)
-        await checkpointer.setup()
+        stack = AsyncExitStack()
+        saver = await stack.enter_async_context(checkpointer(self._settings.store, self._state_dir))
+        self._checkpoints = stack
         if not agent.model.offline:
             self._http = openai.DefaultAsyncHttpxClient()
         model = chat_model(
@@ -97,20 +97,20 @@ class EmbeddedBackend(StartClose):
             http_async_client=self._http,
         )
         tools = build_tools(self._state_dir)
-        self._graph = build_graph(model, tools, agent.system_prompt, checkpointer)
+        self._graph = build_graph(model, tools, agent.system_prompt, saver)
         logger.info("agent backend started: %s", self.description)
 
     @override
     async def aclose(self) -> None:
         self._graph = None
         http, self._http = self._http, None
-        conn, self._conn = self._conn, None
+        checkpoints, self._checkpoints = self._checkpoints, None
         try:
             if http is not None:
                 await http.aclose()
         finally:
-            if conn is not None:
-                await conn.close()
+            if checkpoints is not None:
+                await checkpoints.aclose()
 
     async def create_thread(self) -> str:
         return uuid.uuid4().hex

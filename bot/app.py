@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from bot.config.settings import Settings
+from bot.config.settings import Settings, StoreBackend
 from bot.errors import ConfigError, InstanceLocked, StoreError
 from bot.exit_codes import EXIT_CONFIG, EXIT_OK, EXIT_TEMPFAIL
 from bot.hub import ChannelHub
@@ -33,7 +33,7 @@ from bot.ops.reload import Reloader
 from bot.ops.sdnotify import SystemdNotifier, announce_channels
 from bot.ops.supervision import ChannelFactory, Fleet, SupervisionPolicy
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
-from bot.registry import EdgeKind, load
+from bot.registry import EdgeKind, load, store_for
 
 logger = logging.getLogger(__name__)
 
@@ -94,9 +94,11 @@ class Daemon:
         return self.settings
 
     async def run(self) -> int:
+        # One daemon per SQLite file; PostgreSQL replicas share their store by design.
         lock = InstanceLock(self.settings.state_dir)
         try:
-            lock.acquire()
+            if self.settings.store.backend is StoreBackend.SQLITE:
+                lock.acquire()
         except InstanceLocked as exc:
             logger.error("%s", exc)  # noqa: TRY400 - the message says it all
             return EXIT_TEMPFAIL
@@ -138,9 +140,11 @@ class Daemon:
     async def _open_store(self, stack: AsyncExitStack) -> Store:
         store = self.options.overrides.store
         if store is None:
-            factory = cast(Callable[[Path], Store], load(EdgeKind.STORE, "sqlite"))
-            store = factory(self.settings.state_dir)
-        await store.open()
+            store = store_for(self.settings)
+        try:
+            await store.open()
+        except StoreError as exc:
+            raise StoreError(f"store.url ({self.settings.store.redacted_url()}): {exc}") from exc
         stack.push_async_callback(store.aclose)
         return store
 

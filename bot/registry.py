@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Callable
 from enum import StrEnum
+from pathlib import Path
+from typing import cast
 
+from bot.config.settings import Settings, StoreBackend
 from bot.errors import ConfigError
+from bot.ports import Store
 
 
 class EdgeKind(StrEnum):
@@ -33,7 +38,8 @@ IMPORT_PATHS: dict[EdgeKind, dict[str, str]] = {
         "remote": "agent.remote:RemoteBackend",
     },
     EdgeKind.STORE: {
-        "sqlite": "store.sqlite:SqliteStore.from_state_dir",
+        "sqlite": "store.sqlite:SqliteStore",
+        "postgres": "store.postgres:PostgresStore.from_url",
     },
 }
 
@@ -77,3 +83,14 @@ def load(kind: EdgeKind, name: str) -> object:
     for part in attribute.split("."):
         found = getattr(found, part)
     return found
+
+
+def store_for(settings: Settings) -> Store:
+    """The store ``settings.store`` names, built without I/O (``open`` connects): the SQLite
+    file under ``state_dir`` by default, PostgreSQL when ``store.url`` says so."""
+    config = settings.store
+    if config.backend is StoreBackend.POSTGRES and config.url is not None:
+        postgres = cast("Callable[..., Store]", load(EdgeKind.STORE, "postgres"))
+        return postgres(config.url, schema=config.db_schema, pool_size=config.pool_size)
+    sqlite = cast("Callable[[Path], Store]", load(EdgeKind.STORE, "sqlite"))
+    return sqlite(config.sqlite_path(settings.state_dir))

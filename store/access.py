@@ -22,33 +22,13 @@ from bot.records import PairingRequest, UserAccess, UserStatus
 from store.cache import RowCache
 from store.codec import to_db_time
 from store.db import Database
-from store.rows import Columns
+from store.rows import Columns, pairing_request, user_access
 
 _PAIRINGS: Final = "SELECT * FROM pairing_requests"
 
 
-def _user(row: sqlite3.Row) -> UserAccess:
-    cols = Columns(row)
-    return UserAccess(
-        channel=cols.text("channel"),
-        user_id=cols.text("user_id"),
-        status=UserStatus(cols.text("status")),
-        changed_by=cols.text("changed_by"),
-        changed_at=cols.at("changed_at"),
-    )
-
-
 def _pairing(row: sqlite3.Row) -> PairingRequest:
-    cols = Columns(row)
-    return PairingRequest(
-        channel=cols.text("channel"),
-        user_id=cols.text("user_id"),
-        display_name=cols.text("display_name"),
-        chat_id=cols.text("chat_id"),
-        code=cols.text("code"),
-        created_at=cols.at("created_at"),
-        expires_at=cols.at("expires_at"),
-    )
+    return pairing_request(Columns(row))
 
 
 class SqliteAccessStore(AccessStore):
@@ -85,7 +65,7 @@ class SqliteAccessStore(AccessStore):
             rows = await self._db.rows(
                 "SELECT * FROM users WHERE channel = ? ORDER BY user_id", (channel,)
             )
-        return [_user(row) for row in rows]
+        return [user_access(Columns(row)) for row in rows]
 
     @override
     async def pairing_for_user(

@@ -8,7 +8,7 @@ from bot.ports import AuditLog, SettingsStore
 from bot.records import AuditEntry
 from store.codec import to_db_time
 from store.db import Database
-from store.rows import Columns
+from store.rows import Columns, audit_entry
 
 
 class SqliteAuditLog(AuditLog):
@@ -26,18 +26,7 @@ class SqliteAuditLog(AuditLog):
     async def recent(self, limit: int = 50) -> list[AuditEntry]:
         """The latest entries, newest first."""
         rows = await self._db.rows("SELECT * FROM audit ORDER BY id DESC LIMIT ?", (limit,))
-        entries: list[AuditEntry] = []
-        for row in rows:
-            cols = Columns(row)
-            entries.append(
-                AuditEntry(
-                    at=cols.at("at"),
-                    actor=cols.text("actor"),
-                    action=cols.text("action"),
-                    detail=cols.text("detail"),
-                )
-            )
-        return entries
+        return [audit_entry(Columns(row)) for row in rows]
 
 
 class SqliteSettingsStore(SettingsStore):

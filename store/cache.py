@@ -1,6 +1,6 @@
 """A bounded copy in memory of rows read for every message (access statuses, active threads).
 
-It stays valid while no other process commits (``Database.generation``: the CLI approving a
+It stays valid while no other process commits a change (``generation``: the CLI approving a
 user empties it within about a second). This process's own writes of a key call
 ``invalidate`` first and may ``put`` the new value after, so a read that overlapped the
 write is never kept.
@@ -8,19 +8,56 @@ write is never kept.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Final, Generic, TypeVar
-
-from store.db import Database
+from typing import Final, Generic, Protocol, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 CACHE_SIZE: Final = 10_000
 
+OTHER_WRITERS_CHECK_S: Final = 1.0
+"""How often ``generation`` asks the database whether another process committed something."""
+
+
+class Generations(Protocol):
+    async def generation(self) -> int:
+        """A number that grows once another process has committed a change."""
+        ...
+
+
+class OtherWriters:
+    """Turns a probe of what other processes have committed into a ``generation`` number.
+
+    ``probe`` returns a value that changes when (and only when) someone else commits: SQLite's
+    ``data_version``, PostgreSQL's count of other writers' changes. It is asked at most once per
+    ``check_s``, so another process's change reaches the caches within about that long, at the
+    cost of one query per interval at most. The first answer is the baseline.
+    """
+
+    __slots__ = ("_check_s", "_checked_at", "_generation", "_seen")
+
+    def __init__(self, check_s: float = OTHER_WRITERS_CHECK_S) -> None:
+        self._check_s = check_s
+        self._checked_at = -math.inf
+        self._seen: object = None
+        self._generation = 0
+
+    async def generation(self, probe: Callable[[], Awaitable[object]]) -> int:
+        now = time.monotonic()
+        if now - self._checked_at >= self._check_s:
+            self._checked_at = now
+            seen = await probe()
+            if seen != self._seen:
+                self._generation += self._seen is not None
+                self._seen = seen
+        return self._generation
+
 
 class RowCache(Generic[K, V]):
-    def __init__(self, db: Database, *, size: int = CACHE_SIZE) -> None:
+    def __init__(self, db: Generations, *, size: int = CACHE_SIZE) -> None:
         self._db = db
         self._size = size
         self._values: dict[K, V] = {}

@@ -14,33 +14,19 @@ from typing import Final
 
 from typing_extensions import override
 
-from bot.messages import ChatType, ConversationKey
+from bot.messages import ConversationKey
 from bot.ports import ClarificationStore
 from bot.records import Clarification, ClarificationState
-from store.codec import decode_strings, encode_strings, to_db_time
+from store.codec import encode_strings, to_db_time
 from store.db import Database
-from store.rows import Columns, key_values
+from store.rows import Columns, clarification, key_values
 
 _SELECT: Final = "SELECT * FROM clarifications"
 _OLDEST_FIRST: Final = "ORDER BY created_at, rowid"
 
 
 def _clarification(row: sqlite3.Row) -> Clarification:
-    cols = Columns(row)
-    return Clarification(
-        id=cols.text("id"),
-        key=cols.key(),
-        chat_type=ChatType(cols.text("chat_type")),
-        thread_id=cols.text("thread_id"),
-        asked_user_id=cols.text("asked_user_id"),
-        question=cols.text("question"),
-        options=decode_strings(cols.text("options")),
-        question_message_id=cols.opt_text("question_message_id"),
-        created_at=cols.at("created_at"),
-        expires_at=cols.at("expires_at"),
-        state=ClarificationState(cols.text("state")),
-        answer=cols.opt_text("answer"),
-    )
+    return clarification(Columns(row))
 
 
 class SqliteClarificationStore(ClarificationStore):

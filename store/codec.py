@@ -1,9 +1,10 @@
 """How values are spelled in the database: datetimes, JSON messages and deliveries.
 
-Datetimes are ISO-8601 UTC text with a fixed shape (always microseconds, always ``+00:00``),
-so SQL text comparison orders them by time. Messages and deliveries go through pydantic
-``TypeAdapter`` over the kernel dataclasses; the outbox stores an ``op`` beside each payload
-so decoding never has to guess which dataclass it holds.
+In SQLite datetimes are ISO-8601 UTC text with a fixed shape (always microseconds, always
+``+00:00``), so SQL text comparison orders them by time; PostgreSQL stores them as
+``timestamptz`` (``to_utc``), which keeps the same microseconds. Messages and deliveries go
+through pydantic ``TypeAdapter`` over the kernel dataclasses; the outbox stores an ``op``
+beside each payload so decoding never has to guess which dataclass it holds.
 """
 
 from __future__ import annotations
@@ -38,13 +39,19 @@ OP_FILE: Final = "file"
 OP_REACTION: Final = "reaction"
 
 
-def to_db_time(at: datetime) -> str:
-    """The stored form of a timezone-aware datetime; naive ones are a programming error."""
+def to_utc(at: datetime) -> datetime:
+    """A timezone-aware datetime in UTC; naive ones are a programming error (a store could
+    only guess their zone: PostgreSQL would take its session's)."""
     if at.tzinfo is not UTC:
         if at.tzinfo is None or at.utcoffset() is None:
             raise ValueError(f"naive datetime {at!r}; the store needs timezone-aware values")
         at = at.astimezone(UTC)
-    return at.isoformat(timespec="microseconds")
+    return at
+
+
+def to_db_time(at: datetime) -> str:
+    """The stored (SQLite) form of a timezone-aware datetime."""
+    return to_utc(at).isoformat(timespec="microseconds")
 
 
 def from_db_time(text: str) -> datetime:

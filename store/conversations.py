@@ -26,7 +26,7 @@ from bot.records import Conversation, MessageLink
 from store.cache import RowCache
 from store.codec import to_db_time
 from store.db import Database, Session
-from store.rows import Columns, key_values
+from store.rows import Columns, conversation, key_values, message_link
 
 _SELECT: Final = "SELECT * FROM conversations"
 _ACTIVE: Final = (
@@ -36,14 +36,7 @@ _ACTIVE: Final = (
 
 
 def _conversation(row: sqlite3.Row) -> Conversation:
-    cols = Columns(row)
-    return Conversation(
-        key=cols.key(),
-        thread_id=cols.text("thread_id"),
-        created_at=cols.at("created_at"),
-        updated_at=cols.at("updated_at"),
-        ended_at=cols.opt_at("ended_at"),
-    )
+    return conversation(Columns(row))
 
 
 class SqliteConversationStore(ConversationStore):
@@ -141,7 +134,4 @@ class SqliteLinkStore(LinkStore):
             " WHERE channel = ? AND account_id = ? AND chat_id = ? AND message_id = ?",
             (channel, account_id, chat_id, message_id),
         )
-        if row is None:
-            return None
-        cols = Columns(row)
-        return MessageLink(key=cols.key("key_"), thread_id=cols.text("thread_id"))
+        return None if row is None else message_link(Columns(row))

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -34,6 +32,7 @@ from pathlib import Path
 import aiosqlite
 
 from bot.errors import StoreBusy, StoreError
+from store.cache import OTHER_WRITERS_CHECK_S, OtherWriters
 
 logger = logging.getLogger(__name__)
 
@@ -41,9 +40,6 @@ SqlValue = str | int | float | bytes | None
 Params = tuple[SqlValue, ...]
 Clock = Callable[[], datetime]
 Gate = Callable[[], Awaitable[None]]
-
-OTHER_WRITERS_CHECK_S = 1.0
-"""How often ``generation`` asks SQLite whether another process committed something."""
 
 
 @dataclass(slots=True)
@@ -136,7 +132,6 @@ class Database:
         other_writers_check_s: float = OTHER_WRITERS_CHECK_S,
     ) -> None:
         self.path = path
-        self._other_writers_check_s = other_writers_check_s
         self._clock = clock
         self._busy_timeout_s = busy_timeout_s
         self._conn: aiosqlite.Connection | None = None
@@ -146,9 +141,7 @@ class Database:
         self._no_transaction.set()
         self._batches: dict[str, _Batch] = {}
         self._flushes: set[asyncio.Task[None]] = set()
-        self._data_version: int | None = None
-        self._generation = 0
-        self._checked_at = -math.inf
+        self._other_writers = OtherWriters(other_writers_check_s)
 
     @property
     def is_open(self) -> bool:
@@ -201,18 +194,14 @@ class Database:
 
         Caches of rows this process also writes itself stay valid while it is unchanged:
         SQLite's ``data_version`` moves only for other connections' commits. Asked at most
-        once per ``other_writers_check_s``, so another process's change reaches such caches
-        within about a second, at the cost of one query a second at most.
+        once per ``other_writers_check_s`` (``OtherWriters``).
         """
-        now = time.monotonic()
-        if now - self._checked_at >= self._other_writers_check_s:
-            self._checked_at = now
+
+        async def data_version() -> object:
             found = await self.row("PRAGMA data_version")
-            version = None if found is None else int(found[0])
-            if version != self._data_version:
-                self._generation += self._data_version is not None
-                self._data_version = version
-        return self._generation
+            return None if found is None else int(found[0])
+
+        return await self._other_writers.generation(data_version)
 
     def _connection(self) -> aiosqlite.Connection:
         if self._conn is None:

@@ -8,7 +8,6 @@ processes) still journal it once.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
@@ -18,9 +17,9 @@ from typing_extensions import override
 from bot.messages import ConversationKey, InboundMessage
 from bot.ports import InboundJournal
 from bot.records import UNFINISHED_INBOUND, InboundStatus, JournalEntry
-from store.codec import decode_inbound, encode_inbound, to_db_time
+from store.codec import encode_inbound, to_db_time
 from store.db import Database, Params, SqlValue
-from store.rows import Columns, key_values
+from store.rows import Columns, journal_entry, journaled_ids, key_values
 
 _SELECT: Final = "SELECT * FROM inbound"
 _UNFINISHED: Final = json.dumps([str(status) for status in UNFINISHED_INBOUND])
@@ -32,23 +31,6 @@ _INSERT: Final = (
     " RETURNING id, channel, account_id, chat_id, message_id"
 )
 """``{rows}`` is only ever placeholders, one group per entry."""
-
-
-def _entry(row: sqlite3.Row) -> JournalEntry:
-    cols = Columns(row)
-    return JournalEntry(
-        id=cols.integer("id"),
-        message=decode_inbound(cols.text("message")),
-        correlation_id=cols.text("correlation_id"),
-        status=InboundStatus(cols.text("status")),
-        reason=cols.opt_text("reason"),
-        key=cols.opt_key("key_"),
-        thread_id=cols.opt_text("thread_id"),
-        recorded_at=cols.at("recorded_at"),
-        updated_at=cols.at("updated_at"),
-        duplicates=cols.integer("duplicates"),
-        last_duplicate_at=cols.opt_at("last_duplicate_at"),
-    )
 
 
 class SqliteInboundJournal(InboundJournal):
@@ -74,14 +56,7 @@ class SqliteInboundJournal(InboundJournal):
             )  # fmt: skip
         placeholders = ", ".join([_ROW_PLACEHOLDERS] * len(entries))
         rows = await self._db.rows(_INSERT.format(rows=placeholders), tuple(params))
-        inserted = {
-            (row["channel"], row["account_id"], row["chat_id"], row["message_id"]): int(row["id"])
-            for row in rows
-        }
-        return [
-            inserted.pop((m.channel, m.account_id, m.chat_id, m.message_id), None)
-            for m, _ in entries
-        ]
+        return journaled_ids(entries, map(Columns, rows))
 
     @override
     async def update(
@@ -117,7 +92,7 @@ class SqliteInboundJournal(InboundJournal):
                 f"{_SELECT} WHERE message_id = ? AND channel = ? ORDER BY id",
                 (message_id, channel),
             )
-        return [_entry(row) for row in rows]
+        return [journal_entry(Columns(row)) for row in rows]
 
     @override
     async def unfinished(self) -> list[JournalEntry]:
@@ -126,7 +101,7 @@ class SqliteInboundJournal(InboundJournal):
             "SELECT * FROM inbound WHERE status IN (SELECT value FROM json_each(?)) ORDER BY id",
             (_UNFINISHED,),
         )
-        return [_entry(row) for row in rows]
+        return [journal_entry(Columns(row)) for row in rows]
 
     @override
     async def count_duplicate(self, message: InboundMessage) -> None:

@@ -18,50 +18,22 @@ from typing_extensions import override
 from bot.errors import StoreError
 from bot.ports import OutboxStore
 from bot.records import DeliveryAttempt, InboundStatus, OutboxItem, OutboxRow, OutboxState
-from store.codec import (
-    decode_delivery,
-    decode_strings,
-    encode_delivery,
-    encode_ints,
-    encode_strings,
-    to_db_time,
-)
+from store.codec import encode_delivery, encode_ints, encode_strings, to_db_time
 from store.db import Database, Session
-from store.rows import Columns, key_values
+from store.rows import (
+    Columns,
+    delivery_attempt,
+    key_values,
+    new_outbox_row,
+    outbox_counts,
+    outbox_row,
+)
 
 _SELECT: Final = "SELECT * FROM outbox"
 
 
 def _outbox_row(row: sqlite3.Row) -> OutboxRow:
-    cols = Columns(row)
-    item = OutboxItem(
-        idempotency_key=cols.text("idempotency_key"),
-        delivery=decode_delivery(cols.text("op"), cols.text("payload")),
-        key=cols.key(),
-        thread_id=cols.opt_text("thread_id"),
-        correlation_id=cols.text("correlation_id"),
-    )
-    return OutboxRow(
-        id=cols.integer("id"),
-        item=item,
-        state=OutboxState(cols.text("state")),
-        attempts=cols.integer("attempts"),
-        next_attempt_at=cols.at("next_attempt_at"),
-        last_error=cols.opt_text("last_error"),
-        sent_message_ids=decode_strings(cols.text("sent_message_ids")),
-        created_at=cols.at("created_at"),
-        updated_at=cols.at("updated_at"),
-    )
-
-
-def _attempt(row: sqlite3.Row) -> DeliveryAttempt:
-    cols = Columns(row)
-    return DeliveryAttempt(
-        row_id=cols.integer("outbox_id"),
-        at=cols.at("at"),
-        outcome=cols.text("outcome"),
-        detail=cols.text("detail"),
-    )
+    return outbox_row(Columns(row))
 
 
 class SqliteOutboxStore(OutboxStore):
@@ -139,18 +111,7 @@ class SqliteOutboxStore(OutboxStore):
             ),
         )
         if inserted is not None:
-            fresh = OutboxRow(
-                id=Columns(inserted).integer("id"),
-                item=item,
-                state=OutboxState.PENDING,
-                attempts=0,
-                next_attempt_at=now,
-                last_error=None,
-                sent_message_ids=(),
-                created_at=now,
-                updated_at=now,
-            )
-            return fresh, True
+            return new_outbox_row(Columns(inserted).integer("id"), item, now), True
         row = await tx.row(f"{_SELECT} WHERE idempotency_key = ?", (item.idempotency_key,))
         if row is None:
             raise StoreError(f"outbox row {item.idempotency_key!r} vanished while enqueueing")
@@ -215,7 +176,7 @@ class SqliteOutboxStore(OutboxStore):
         rows = await self._db.rows(
             "SELECT * FROM delivery_attempts WHERE outbox_id = ? ORDER BY id", (row_id,)
         )
-        return [_attempt(row) for row in rows]
+        return [delivery_attempt(Columns(row)) for row in rows]
 
     @override
     async def listing(self, state: OutboxState | None = None, limit: int = 100) -> list[OutboxRow]:
@@ -261,8 +222,4 @@ class SqliteOutboxStore(OutboxStore):
     async def counts(self) -> dict[OutboxState, int]:
         """Rows per state; every state is present, 0 when it has none."""
         rows = await self._db.rows("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state")
-        counts = dict.fromkeys(OutboxState, 0)
-        for row in rows:
-            cols = Columns(row)
-            counts[OutboxState(cols.text("state"))] = cols.integer("n")
-        return counts
+        return outbox_counts(map(Columns, rows))

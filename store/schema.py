@@ -14,6 +14,7 @@ import importlib.resources
 import logging
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.errors import StoreError
@@ -46,22 +47,28 @@ def split_statements(script: str) -> tuple[str, ...]:
     return tuple(statements)
 
 
-@functools.cache
-def load_migrations() -> tuple[Migration, ...]:
-    """The packaged migrations in order; their numbers must run 1, 2, 3, ... without gaps."""
-    folder = importlib.resources.files("store").joinpath("migrations")
+def read_migrations(package: str, split: Callable[[str], tuple[str, ...]]) -> tuple[Migration, ...]:
+    """The migrations packaged in ``package``'s ``migrations`` folder, in order; their numbers
+    must run 1, 2, 3, ... without gaps. ``split`` cuts a script into what is run at once."""
+    folder = importlib.resources.files(package).joinpath("migrations")
     found: list[Migration] = []
     for entry in folder.iterdir():
         match = _NAME.match(entry.name)
         if match is None:
             continue
-        statements = split_statements(entry.read_text(encoding="utf-8"))
+        statements = split(entry.read_text(encoding="utf-8"))
         found.append(Migration(version=int(match[1]), name=entry.name, statements=statements))
     found.sort(key=lambda m: m.version)
     for expected, migration in enumerate(found, start=1):
         if migration.version != expected:
             raise StoreError(f"migration {migration.name} is out of sequence (expected {expected})")
     return tuple(found)
+
+
+@functools.cache
+def load_migrations() -> tuple[Migration, ...]:
+    """SQLite's migrations (``store/migrations``), as statements."""
+    return read_migrations("store", split_statements)
 
 
 def latest_version() -> int:
@@ -74,7 +81,7 @@ async def _user_version(session: Session) -> int:
     return int(row[0]) if row is not None else 0
 
 
-def _check_not_newer(current: int, latest: int) -> None:
+def check_not_newer(current: int, latest: int) -> None:
     if current > latest:
         raise StoreError(
             f"database schema version {current} is newer than this Switchboard ({latest})"
@@ -85,7 +92,7 @@ async def require_current(db: Database) -> int:
     """The schema version, which must be this build's: for a process that must not migrate."""
     latest = (await asyncio.to_thread(load_migrations))[-1].version
     current = await _user_version(db.shared())
-    _check_not_newer(current, latest)
+    check_not_newer(current, latest)
     if current < latest:
         raise StoreError(
             f"database schema version {current} is older than this Switchboard ({latest});"
@@ -99,12 +106,12 @@ async def migrate(db: Database) -> int:
     migrations = await asyncio.to_thread(load_migrations)
     latest = migrations[-1].version if migrations else 0
     current = await _user_version(db.shared())
-    _check_not_newer(current, latest)
+    check_not_newer(current, latest)
     if current == latest:
         return current
     async with db.transaction() as tx:
         current = await _user_version(tx)
-        _check_not_newer(current, latest)
+        check_not_newer(current, latest)
         for migration in migrations[current:]:
             for statement in migration.statements:
                 await tx.execute(statement)

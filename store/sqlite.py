@@ -11,20 +11,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from types import TracebackType
-from typing import Final, Self
+from typing import Final
 
 from typing_extensions import override
 
 from bot.errors import StoreError
+from bot.lifecycle import StartClose
 from bot.messages import utc_now
 from bot.ports import Store
 from store.access import SqliteAccessStore
 from store.audit import SqliteAuditLog, SqliteSettingsStore
+from store.cache import OTHER_WRITERS_CHECK_S
 from store.clarifications import SqliteClarificationStore
 from store.codec import to_db_time
 from store.conversations import SqliteConversationStore, SqliteLinkStore
-from store.db import OTHER_WRITERS_CHECK_S, Clock, Database
+from store.db import Clock, Database
 from store.inbound import SqliteInboundJournal
 from store.outbox import SqliteOutboxStore
 from store.schema import migrate, require_current
@@ -34,7 +35,7 @@ logger = logging.getLogger(__name__)
 DB_FILENAME: Final = "switchboard.db"
 
 
-class SqliteStore(Store):
+class SqliteStore(StartClose, Store):
     """Durable state in ``path``; use ``async with`` or ``open()`` / ``aclose()``.
 
     ``clock`` stamps rows the store creates (``recorded_at``, an outbox row's first
@@ -145,6 +146,11 @@ class SqliteStore(Store):
             raise
 
     @override
+    async def start(self) -> None:
+        """``open``, for ``async with`` (``StartClose``)."""
+        await self.open()
+
+    @override
     async def aclose(self) -> None:
         if self._db.is_open:
             await self._db.close()
@@ -165,15 +171,3 @@ class SqliteStore(Store):
             logger.warning("store %s is not writable: %s", self.path, exc)
             return False
         return True
-
-    async def __aenter__(self) -> Self:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

@@ -20,6 +20,7 @@ from bot.delivery.ratelimit import DestinationKey, RateLimiter
 from bot.errors import MessageGone, SendError, SendErrorKind
 from bot.hub import ChannelHub, ChannelState
 from bot.messages import (
+    ChatType,
     Delivery,
     OutboundFile,
     OutboundKind,
@@ -94,9 +95,14 @@ class Attempts:
         if not self._hub.usable(key[0]):
             reason = f"channel {key[0]} is {self._hub.state(key[0])}"
             return await self._retry_later(row, reason, self._clock() + PARKED_RETRY, counts=False)
-        if not isinstance(delivery, ReactionMark):
+        if _kind_of(delivery) is OutboundKind.PROGRESS:
+            # A placeholder goes now or never: waiting would hold back the final behind it.
+            if not self._limiter.try_acquire(key):
+                return await self._dead(row, "rate limit: the budget is kept for finals")
+        elif not isinstance(delivery, ReactionMark):
             # Reactions are not messages: platforms rate-limit them separately.
-            await self._limiter.acquire(key)
+            group = delivery.destination.chat_type is ChatType.GROUP
+            await self._limiter.acquire(key, group=group)
         try:
             ref = await _perform(channel, delivery, row.item.idempotency_key)
         except SendError as exc:

@@ -1,7 +1,24 @@
 """Per-destination and per-bot send pacing shared by every send kind (design §8).
 
-Finals, command replies and notices wait for their slot; progress edits only take a slot
-that is free right now, so under pressure they are the first thing dropped.
+Pacing costs nothing while nothing is at risk:
+
+- **Per chat**: group chats are paced at the platform's per-chat interval
+  (``per_chat_interval_s``); private chats at ``per_dm_interval_s``, which is 0 where the
+  platform does not limit one-to-one chats beyond the bot-wide rate (Telegram, as
+  python-telegram-bot's own limiter).
+- **Per bot**: ``global_rate_per_s`` with a burst of one second's worth (a GCRA, as the
+  leaky bucket python-telegram-bot uses): a quiet bot sends at once, a busy one is held to the
+  rate on average.
+- **Progress never holds a final back.** Finals, command replies and notices wait for their
+  slot. Progress (a placeholder, a streaming edit) is throttled by its own interval
+  (``ProgressStream``) and only goes when its chat is free *now* and the bot-wide budget has
+  more than half its burst left; it reserves nothing in its chat, so the final that follows
+  goes out at once.
+- **A 429 slows exactly the chat it names** (``block``): other chats and the bot-wide budget
+  are untouched.
+
+``reserve``/``may_send_progress`` decide from the injected clock alone (tests assert on them);
+``acquire``/``try_acquire`` are the thin async/sync wrappers the outbox and progress use.
 """
 
 from __future__ import annotations
@@ -19,9 +36,14 @@ DestinationKey = tuple[str, str, str]
 
 @dataclass(slots=True)
 class _Pace:
-    per_chat_interval_s: float
+    group_interval_s: float
+    dm_interval_s: float
     global_interval_s: float
-    next_global: float = 0.0
+    burst_s: float
+    """How far ahead of the steady rate the bot may run: one second's worth of sends."""
+    tat: float = 0.0
+    """The bot's theoretical arrival time (GCRA): sends are at the rate while ``tat`` is at
+    most ``burst_s`` ahead of now."""
 
 
 class RateLimiter:
@@ -32,39 +54,67 @@ class RateLimiter:
         """When each chat may send next; chats whose time has passed are forgotten."""
 
     def configure(
-        self, channel: str, *, per_chat_interval_s: float, global_rate_per_s: float
+        self,
+        channel: str,
+        *,
+        per_chat_interval_s: float,
+        global_rate_per_s: float,
+        per_dm_interval_s: float = 0.0,
     ) -> None:
-        global_interval = 1.0 / global_rate_per_s if global_rate_per_s > 0 else 0.0
-        self._paces[channel] = _Pace(per_chat_interval_s, global_interval)
+        """``per_chat_interval_s`` paces group chats, ``per_dm_interval_s`` private ones."""
+        interval = 1.0 / global_rate_per_s if global_rate_per_s > 0 else 0.0
+        burst = max(0.0, 1.0 - interval) if interval > 0 else 0.0
+        self._paces[channel] = _Pace(per_chat_interval_s, per_dm_interval_s, interval, burst)
 
-    def _slot(self, key: DestinationKey) -> float:
-        """The earliest monotonic time this destination may send."""
-        pace = self._paces.get(key[0])
-        start = max(self._clock(), self._next_chat.get(key) or 0.0)
-        return max(start, pace.next_global) if pace else start
+    def reserve(self, key: DestinationKey, *, group: bool) -> float:
+        """Take the next slot for a send to ``key``; the seconds to wait for it (0: go now).
 
-    def _reserve(self, key: DestinationKey, slot: float) -> None:
+        Slots are reserved at once, so waiters queue fairly in call order. Progress does not
+        come here (``may_send_progress``).
+        """
+        now = self._clock()
         pace = self._paces.get(key[0])
+        slot = max(now, self._next_chat.get(key) or now)
         if pace is None:
-            return
-        self._next_chat.set(key, slot + pace.per_chat_interval_s)
-        pace.next_global = slot + pace.global_interval_s
+            return slot - now
+        if pace.global_interval_s > 0:
+            # The bot-wide budget is charged when the slot is booked, not at the chat's own
+            # (later) time: a chat held by a 429 or its interval must not hold back the others.
+            shared = max(now, pace.tat - pace.burst_s)
+            pace.tat = max(pace.tat, shared) + pace.global_interval_s
+            slot = max(slot, shared)
+        interval = pace.group_interval_s if group else pace.dm_interval_s
+        if interval > 0:
+            self._next_chat.set(key, slot + interval)
+        return slot - now
 
-    def try_acquire(self, key: DestinationKey) -> bool:
-        slot = self._slot(key)
-        if slot > self._clock():
+    def may_send_progress(self, key: DestinationKey) -> bool:
+        """Whether progress (a placeholder, a streaming edit) may go right now: its chat is not
+        waiting (a 429, a final queued ahead) and the bot-wide budget has more than half its
+        burst left, which is kept for finals. Takes a bot-wide slot when it answers ``True``,
+        nothing in the chat: the final after it does not wait for it."""
+        now = self._clock()
+        if (self._next_chat.get(key) or now) > now:
             return False
-        self._reserve(key, slot)
+        pace = self._paces.get(key[0])
+        if pace is None or pace.global_interval_s <= 0:
+            return True
+        if pace.tat - now > pace.burst_s / 2:
+            return False
+        pace.tat = max(pace.tat, now) + pace.global_interval_s
         return True
 
-    async def acquire(self, key: DestinationKey) -> None:
+    def try_acquire(self, key: DestinationKey) -> bool:
+        """A progress send's slot if it is free now (see ``may_send_progress``)."""
+        return self.may_send_progress(key)
+
+    async def acquire(self, key: DestinationKey, *, group: bool) -> None:
         """Reserve the next slot at once (so waiters queue fairly), then wait for it."""
-        slot = self._slot(key)
-        self._reserve(key, slot)
-        delay = slot - self._clock()
+        delay = self.reserve(key, group=group)
         if delay > 0:
             await asyncio.sleep(delay)
 
     def block(self, key: DestinationKey, seconds: float) -> None:
-        """The platform said to wait (429): nothing goes to this chat until then."""
+        """The platform said to wait (429): nothing goes to this chat until then; other chats
+        and the bot-wide budget are not touched."""
         self._next_chat.extend(key, self._clock() + seconds)

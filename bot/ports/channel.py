@@ -141,7 +141,11 @@ class ChannelCapabilities:
     progress_interval_dm_s: float = 1.0
     progress_interval_group_s: float = 3.0
     per_chat_interval_s: float = 0.0
+    """The least time between two sends to one group chat (progress does not count)."""
+    per_dm_interval_s: float = 0.0
+    """The same for a private chat: 0 where the platform limits those only bot-wide."""
     global_rate_per_s: float = 0.0
+    """Sends per second for the whole bot (bursts of one second's worth allowed); 0: none."""
     stale_after_s: float | None = None
     """Reconnect when nothing (not even a ping) arrived for this long; ``None`` disables."""
     idempotent_sends: bool = False

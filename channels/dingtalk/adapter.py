@@ -65,7 +65,8 @@ DINGTALK_CAPABILITIES = ChannelCapabilities(
     text_limit=TEXT_LIMIT, text_unit=TextUnit.UTF8_BYTES, edits=False, buttons=False,
     threads=False, typing=False,
     max_file_bytes=20 * 1024 * 1024, max_image_bytes=10 * 1024 * 1024,
-    progress_interval_dm_s=1.0, progress_interval_group_s=1.5, per_chat_interval_s=0.2,
+    progress_interval_dm_s=1.0, progress_interval_group_s=1.5, per_chat_interval_s=3.0,
+    per_dm_interval_s=0.2,
 )  # fmt: skip
 SESSIONS_FILE = "dingtalk-sessions.sqlite3"
 T = TypeVar("T")

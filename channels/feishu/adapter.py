@@ -80,8 +80,9 @@ FEISHU_CAPABILITIES = ChannelCapabilities(
     reactions=frozenset(Reaction), typing=False,
     max_file_bytes=30 * 1024 * 1024, max_image_bytes=10 * 1024 * 1024,
     progress_interval_dm_s=1.0, progress_interval_group_s=1.0, per_chat_interval_s=0.2,
-    idempotent_sends=True,
+    per_dm_interval_s=0.2, global_rate_per_s=50.0, idempotent_sends=True,
 )  # fmt: skip
+"""Feishu's send API allows 5 QPS to one user or one group and 50 QPS (1000/min) per app."""
 BOT_INFO = "/open-apis/bot/v3/info"
 HTTP_START_WAIT_S = 2.5
 """How long an event POSTed while the channel starts waits for it (Feishu gives up at 3 s)."""

@@ -78,8 +78,12 @@ SLACK_CAPABILITIES = ChannelCapabilities(
     text_limit=12_000, edits=True, buttons=True, threads=True, typing=False,
     reactions=frozenset(Reaction),
     max_file_bytes=FILE_LIMIT, max_image_bytes=FILE_LIMIT, progress_interval_dm_s=1.0,
-    progress_interval_group_s=1.0, per_chat_interval_s=1.0,
+    progress_interval_group_s=1.0, per_chat_interval_s=1.0, per_dm_interval_s=1.0,
 )  # fmt: skip
+"""``chat.postMessage`` allows about one message a second per conversation, a DM included
+(short bursts tolerated); ``chat.update`` is Tier 3 (50+/min per workspace) and progress
+edits are throttled by the progress interval. No bot-wide pacing: the tiers are per method,
+and a 429's ``Retry-After`` blocks the conversation it came from."""
 PING_INTERVAL_S = 10.0
 HTTP_START_WAIT_S = 2.5
 """How long an event POSTed while the channel starts waits for it (Slack gives up at 3 s)."""

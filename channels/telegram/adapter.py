@@ -60,8 +60,11 @@ TELEGRAM_CAPABILITIES = ChannelCapabilities(
     reactions=frozenset({Reaction.QUEUED}), typing=True,
     max_file_bytes=DOCUMENT_LIMIT, max_image_bytes=PHOTO_LIMIT,
     progress_interval_dm_s=1.0, progress_interval_group_s=3.0, per_chat_interval_s=1.0,
-    global_rate_per_s=30.0,
+    per_dm_interval_s=0.0, global_rate_per_s=30.0,
 )  # fmt: skip
+"""Pacing as python-telegram-bot's own limiter: 30/s for the bot, about one message a second
+in a group (and ``GroupWindow``'s 20 a minute), private chats limited only bot-wide. Telegram
+says what it wants with 429 ``retry_after``, which blocks exactly that chat."""
 POLL_TIMEOUT_S = 10.0
 RECENT_UPDATES = 2048
 _COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")

@@ -26,6 +26,7 @@ from tests.fakes.dingtalk_api import FakeDingTalk
 FAST_CAPS = replace(
     DINGTALK_CAPABILITIES,
     per_chat_interval_s=0.0,
+    per_dm_interval_s=0.0,
     progress_interval_dm_s=0.05,
     progress_interval_group_s=0.05,
 )

@@ -29,7 +29,9 @@ from tests.fakes.feishu_api import FakeFeishu
 
 FAST_CAPS = replace(
     FEISHU_CAPABILITIES,
+    global_rate_per_s=0.0,
     per_chat_interval_s=0.0,
+    per_dm_interval_s=0.0,
     progress_interval_dm_s=0.05,
     progress_interval_group_s=0.05,
 )

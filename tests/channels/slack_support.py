@@ -33,6 +33,7 @@ from tests.fakes.slack_api import FakeSlack
 FAST_CAPS = replace(
     SLACK_CAPABILITIES,
     per_chat_interval_s=0.0,
+    per_dm_interval_s=0.0,
     progress_interval_dm_s=0.05,
     progress_interval_group_s=0.05,
 )

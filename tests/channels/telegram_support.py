@@ -35,6 +35,7 @@ from tests.fakes.telegram_api import Call, FakeTelegram
 FAST_CAPS = replace(
     TELEGRAM_CAPABILITIES,
     per_chat_interval_s=0.0,
+    per_dm_interval_s=0.0,
     global_rate_per_s=0.0,
     progress_interval_dm_s=0.05,
     progress_interval_group_s=0.05,

@@ -114,5 +114,6 @@ def test_capabilities_encode_telegrams_limits() -> None:
     assert (caps.text_limit, caps.text_unit) == (4096, TextUnit.UTF16)
     assert (caps.progress_interval_dm_s, caps.progress_interval_group_s) == (1.0, 3.0)
     assert (caps.per_chat_interval_s, caps.global_rate_per_s) == (1.0, 30.0)
+    assert caps.per_dm_interval_s == 0.0  # private chats: only the bot-wide limit
     assert (caps.max_image_bytes, caps.max_file_bytes) == (10 * 1024 * 1024, 50 * 1024 * 1024)
     assert all((caps.edits, caps.buttons, caps.threads, caps.reactions, caps.typing))

@@ -1,3 +1,8 @@
+"""The store contract suite runs against every backend: each test that takes ``store`` (or
+``make_store``) runs once on SQLite and once on PostgreSQL, in a schema of its own
+(``tests.postgres``). Tests of one backend's own machinery live in ``test_sqlite_store.py``
+and ``test_postgres_store.py``."""
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
@@ -5,8 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from store.cache import OTHER_WRITERS_CHECK_S
+from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
-from tests.store.support import ManualClock
+from tests.postgres import fresh_schema, require_postgres
+from tests.store.support import BackendStore, ManualClock, StoreFactory
+
+BACKENDS = ("sqlite", "postgres")
 
 
 @pytest.fixture
@@ -19,7 +29,38 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "switchboard.db"
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
 @pytest.fixture
-async def store(db_path: Path, clock: ManualClock) -> AsyncIterator[SqliteStore]:
-    async with SqliteStore(db_path, clock=clock) as opened:
+async def make_store(
+    backend: str, db_path: Path, clock: ManualClock
+) -> AsyncIterator[StoreFactory]:
+    """Builds (without opening) a store on this test's state: the same SQLite file, or the
+    same PostgreSQL schema, every time. A second one is the CLI beside the daemon, or the
+    daemon after a restart."""
+    if backend == "sqlite":
+
+        def sqlite(*, other_writers_check_s: float = OTHER_WRITERS_CHECK_S) -> SqliteStore:
+            return SqliteStore(db_path, clock=clock, other_writers_check_s=other_writers_check_s)
+
+        yield sqlite
+        return
+    url = require_postgres()
+    async with fresh_schema(url) as schema:
+
+        def postgres(*, other_writers_check_s: float = OTHER_WRITERS_CHECK_S) -> PostgresStore:
+            return PostgresStore(
+                url, schema=schema, clock=clock, other_writers_check_s=other_writers_check_s
+            )
+
+        yield postgres
+
+
+@pytest.fixture
+async def store(make_store: StoreFactory) -> AsyncIterator[BackendStore]:
+    async with make_store() as opened:
         yield opened

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from bot.messages import (
     Attachment,
@@ -20,8 +21,19 @@ from bot.messages import (
 )
 from bot.ports import Store
 from bot.records import JournalEntry, MessageLink, OutboxItem
+from store.postgres import PostgresStore
+from store.sqlite import SqliteStore
 
 START = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+BackendStore = SqliteStore | PostgresStore
+"""What the contract suite's ``store`` is: the port, plus what both backends add to it."""
+
+
+class StoreFactory(Protocol):
+    """``make_store``: another (unopened) store on the test's SQLite file or PostgreSQL schema."""
+
+    def __call__(self, *, other_writers_check_s: float = ...) -> BackendStore: ...
 
 
 class ManualClock:

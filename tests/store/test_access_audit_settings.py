@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from pathlib import Path
 
 from bot.records import PairingRequest, UserStatus
-from store.sqlite import SqliteStore
-from tests.store.support import START, ManualClock
+from tests.store.support import START, BackendStore, ManualClock, StoreFactory
 
 HOUR = timedelta(hours=1)
 
@@ -28,7 +26,7 @@ def pairing(
     )
 
 
-async def test_user_status_is_upserted(store: SqliteStore, clock: ManualClock) -> None:
+async def test_user_status_is_upserted(store: BackendStore, clock: ManualClock) -> None:
     assert await store.access.status("telegram", "u1") is None
     await store.access.set_status("telegram", "u1", UserStatus.APPROVED, "telegram:admin")
     clock.advance(60)
@@ -48,13 +46,14 @@ async def test_user_status_is_upserted(store: SqliteStore, clock: ManualClock) -
 
 
 async def test_a_status_another_process_changes_is_seen_once_it_is_checked(
-    db_path: Path, clock: ManualClock
+    make_store: StoreFactory,
 ) -> None:
     """Statuses are cached; the daemon's own changes show at once, another process's changes
-    once the store next asks SQLite whether anyone else wrote (at most every check interval)."""
+    once the store next asks the database whether anyone else wrote (at most every check
+    interval)."""
     async with (
-        SqliteStore(db_path, clock=clock, other_writers_check_s=3600) as daemon,
-        SqliteStore(db_path, clock=clock) as cli,
+        make_store(other_writers_check_s=3600) as daemon,
+        make_store() as cli,
     ):
         assert await daemon.access.status("telegram", "u1") is None
         await daemon.access.set_status("telegram", "u1", UserStatus.DENIED, by="admin")
@@ -62,8 +61,8 @@ async def test_a_status_another_process_changes_is_seen_once_it_is_checked(
         await cli.access.set_status("telegram", "u1", UserStatus.APPROVED, by="cli")
         assert await daemon.access.status("telegram", "u1") is UserStatus.DENIED  # cached
     async with (
-        SqliteStore(db_path, clock=clock, other_writers_check_s=0) as daemon,
-        SqliteStore(db_path, clock=clock) as cli,
+        make_store(other_writers_check_s=0) as daemon,
+        make_store() as cli,
     ):
         assert await daemon.access.status("telegram", "u1") is UserStatus.APPROVED
         await cli.access.set_status("telegram", "u1", UserStatus.DENIED, by="cli")
@@ -71,7 +70,7 @@ async def test_a_status_another_process_changes_is_seen_once_it_is_checked(
 
 
 async def test_a_status_read_racing_a_change_does_not_cache_the_old_value(
-    store: SqliteStore,
+    store: BackendStore,
 ) -> None:
     await store.access.set_status("telegram", "u1", UserStatus.APPROVED, by="admin")
     assert await store.access.status("telegram", "u1") is UserStatus.APPROVED
@@ -82,7 +81,7 @@ async def test_a_status_read_racing_a_change_does_not_cache_the_old_value(
     assert await store.access.status("telegram", "u2") is UserStatus.DENIED
 
 
-async def test_pending_pairings_are_unexpired_and_oldest_first(store: SqliteStore) -> None:
+async def test_pending_pairings_are_unexpired_and_oldest_first(store: BackendStore) -> None:
     await store.access.add_pairing(pairing("B", user="u2", minutes=10))
     await store.access.add_pairing(pairing("A", user="u1", minutes=0))
     await store.access.add_pairing(pairing("S", user="u3", channel="slack", minutes=20))
@@ -94,7 +93,7 @@ async def test_pending_pairings_are_unexpired_and_oldest_first(store: SqliteStor
     assert [p.code for p in await store.access.pending_pairings(later)] == ["B", "S"]
 
 
-async def test_pairing_for_user_finds_only_an_unexpired_request(store: SqliteStore) -> None:
+async def test_pairing_for_user_finds_only_an_unexpired_request(store: BackendStore) -> None:
     request = pairing("A")
     await store.access.add_pairing(request)
     assert await store.access.pairing_for_user("telegram", "u1", START) == request
@@ -103,7 +102,7 @@ async def test_pairing_for_user_finds_only_an_unexpired_request(store: SqliteSto
     assert await store.access.pairing_for_user("telegram", "u1", START + HOUR) is None
 
 
-async def test_a_pairing_code_is_taken_once(store: SqliteStore) -> None:
+async def test_a_pairing_code_is_taken_once(store: BackendStore) -> None:
     request = pairing("A")
     await store.access.add_pairing(request)
     taken = await asyncio.gather(*(store.access.take_pairing("A", START) for _ in range(5)))
@@ -111,34 +110,34 @@ async def test_a_pairing_code_is_taken_once(store: SqliteStore) -> None:
     assert await store.access.pending_pairings(START) == []
 
 
-async def test_an_expired_code_is_not_taken_but_is_deleted(store: SqliteStore) -> None:
+async def test_an_expired_code_is_not_taken_but_is_deleted(store: BackendStore) -> None:
     await store.access.add_pairing(pairing("A"))
     assert await store.access.take_pairing("A", START + HOUR) is None
     assert await store.access.take_pairing("A", START) is None  # gone for good
     assert await store.access.take_pairing("never-issued", START) is None
 
 
-async def test_adding_a_request_clears_expired_ones(store: SqliteStore) -> None:
+async def test_adding_a_request_clears_expired_ones(store: BackendStore) -> None:
     await store.access.add_pairing(pairing("OLD", user="u1"))
     await store.access.add_pairing(pairing("NEW", user="u2", minutes=90))
     assert await store.access.take_pairing("OLD", START) is None  # deleted, not merely hidden
 
 
-async def test_drop_pairing(store: SqliteStore) -> None:
+async def test_drop_pairing(store: BackendStore) -> None:
     await store.access.add_pairing(pairing("A"))
     assert await store.access.drop_pairing("A")
     assert not await store.access.drop_pairing("A")
     assert await store.access.pending_pairings(START) == []
 
 
-async def test_approved_users_survive_a_restart(db_path: Path, clock: ManualClock) -> None:
-    async with SqliteStore(db_path, clock=clock) as store:
+async def test_approved_users_survive_a_restart(make_store: StoreFactory) -> None:
+    async with make_store() as store:
         await store.access.set_status("telegram", "u1", UserStatus.APPROVED, "cli")
-    async with SqliteStore(db_path, clock=clock) as store:
+    async with make_store() as store:
         assert await store.access.status("telegram", "u1") is UserStatus.APPROVED
 
 
-async def test_audit_lists_newest_first(store: SqliteStore, clock: ManualClock) -> None:
+async def test_audit_lists_newest_first(store: BackendStore, clock: ManualClock) -> None:
     for n in range(5):
         await store.audit.record(f"actor{n}", "approve", f"detail {n}")
         clock.advance(1)
@@ -149,7 +148,7 @@ async def test_audit_lists_newest_first(store: SqliteStore, clock: ManualClock) 
     assert len(await store.audit.recent()) == 5
 
 
-async def test_settings_set_get_overwrite_delete(store: SqliteStore) -> None:
+async def test_settings_set_get_overwrite_delete(store: BackendStore) -> None:
     assert await store.settings.get("paused") is None
     await store.settings.set("paused", "1")
     assert await store.settings.get("paused") == "1"

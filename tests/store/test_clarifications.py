@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from bot.errors import StoreError
 from bot.messages import ChatType, ConversationKey
 from bot.records import Clarification, ClarificationState
-from store.sqlite import SqliteStore
-from tests.store.support import START, ManualClock, key
+from tests.store.support import START, BackendStore, StoreFactory, key
 
 TTL = timedelta(minutes=10)
 
@@ -38,7 +36,7 @@ def question(
     )
 
 
-async def test_a_clarification_round_trips(store: SqliteStore) -> None:
+async def test_a_clarification_round_trips(store: BackendStore) -> None:
     original = question("q1")
     await store.clarifications.add(original)
     assert await store.clarifications.get("q1") == original
@@ -47,7 +45,19 @@ async def test_a_clarification_round_trips(store: SqliteStore) -> None:
         await store.clarifications.add(original)
 
 
-async def test_pending_for_user_is_fifo_and_scoped_to_user_and_chat(store: SqliteStore) -> None:
+async def test_times_keep_their_microseconds_and_come_back_in_utc(store: BackendStore) -> None:
+    asked = datetime(2025, 3, 1, 14, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
+    original = question("q1", asked=asked)
+    await store.clarifications.add(original)
+    found = await store.clarifications.get("q1")
+    assert found == original
+    assert found.created_at.tzinfo is UTC
+    assert (found.created_at.hour, found.created_at.microsecond) == (12, 123456)
+    with pytest.raises(ValueError, match="naive"):
+        await store.clarifications.add(question("q2", asked=asked.replace(tzinfo=None)))
+
+
+async def test_pending_for_user_is_fifo_and_scoped_to_user_and_chat(store: BackendStore) -> None:
     # Added out of order on purpose: FIFO follows when they were asked.
     await store.clarifications.add(question("q2", asked=START + timedelta(seconds=2)))
     await store.clarifications.add(question("q1", asked=START + timedelta(seconds=1)))
@@ -62,7 +72,7 @@ async def test_pending_for_user_is_fifo_and_scoped_to_user_and_chat(store: Sqlit
     assert [c.id for c in pending] == ["same-chat-no-topic", "q1", "q2"]
 
 
-async def test_expired_questions_are_not_pending_for_the_user(store: SqliteStore) -> None:
+async def test_expired_questions_are_not_pending_for_the_user(store: BackendStore) -> None:
     await store.clarifications.add(question("q1"))
     await store.clarifications.add(question("q2", asked=START + timedelta(minutes=5)))
     after_first_expiry = START + TTL
@@ -72,7 +82,7 @@ async def test_expired_questions_are_not_pending_for_the_user(store: SqliteStore
     assert [c.id for c in pending] == ["q2"]
 
 
-async def test_resolve_answers_exactly_once(store: SqliteStore) -> None:
+async def test_resolve_answers_exactly_once(store: BackendStore) -> None:
     await store.clarifications.add(question("q1"))
     assert await store.clarifications.resolve("q1", "yes")
     assert not await store.clarifications.resolve("q1", "no")
@@ -83,7 +93,7 @@ async def test_resolve_answers_exactly_once(store: SqliteStore) -> None:
     assert await store.clarifications.pending_for_user("telegram", "", "c1", "u1", START) == []
 
 
-async def test_expire_due_moves_overdue_questions_once(store: SqliteStore) -> None:
+async def test_expire_due_moves_overdue_questions_once(store: BackendStore) -> None:
     await store.clarifications.add(question("q1"))
     await store.clarifications.add(question("q2", asked=START + timedelta(seconds=1)))
     await store.clarifications.add(question("late", asked=START + timedelta(hours=1)))
@@ -103,7 +113,7 @@ async def test_expire_due_moves_overdue_questions_once(store: SqliteStore) -> No
     assert answered.state is ClarificationState.ANSWERED
 
 
-async def test_question_message_lookup(store: SqliteStore) -> None:
+async def test_question_message_lookup(store: BackendStore) -> None:
     await store.clarifications.add(question("q1"))
     assert await store.clarifications.by_question_message("telegram", "", "c1", "sent-9") is None
     await store.clarifications.set_question_message("q1", "sent-9")
@@ -114,7 +124,7 @@ async def test_question_message_lookup(store: SqliteStore) -> None:
     assert await store.clarifications.by_question_message("telegram", "", "c2", "sent-9") is None
 
 
-async def test_pending_for_key_and_cancel_for_key(store: SqliteStore) -> None:
+async def test_pending_for_key_and_cancel_for_key(store: BackendStore) -> None:
     topic = key(topic_id="root")
     await store.clarifications.add(question("q1", conversation=topic))
     await store.clarifications.add(question("q2", conversation=topic, user="u2"))
@@ -129,12 +139,10 @@ async def test_pending_for_key_and_cancel_for_key(store: SqliteStore) -> None:
     assert [c.id for c in await store.clarifications.pending_for_key(key())] == ["elsewhere"]
 
 
-async def test_a_pending_clarification_survives_a_restart(
-    db_path: Path, clock: ManualClock
-) -> None:
-    async with SqliteStore(db_path, clock=clock) as store:
+async def test_a_pending_clarification_survives_a_restart(make_store: StoreFactory) -> None:
+    async with make_store() as store:
         await store.clarifications.add(question("q1"))
-    async with SqliteStore(db_path, clock=clock) as store:
+    async with make_store() as store:
         pending = await store.clarifications.pending_for_user("telegram", "", "c1", "u1", START)
         assert [c.id for c in pending] == ["q1"]
         assert pending[0].expires_at == START + TTL

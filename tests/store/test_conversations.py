@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC
-from pathlib import Path
 
 from bot.records import InboundStatus, MessageLink
-from store.sqlite import SqliteStore
-from tests.store.support import ManualClock, destination, inbound, key, link_sent, record
+from tests.store.support import (
+    BackendStore,
+    ManualClock,
+    StoreFactory,
+    destination,
+    inbound,
+    key,
+    link_sent,
+    record,
+)
 
 
 async def test_bind_creates_once_and_then_returns_the_active_thread(
-    store: SqliteStore, clock: ManualClock
+    store: BackendStore, clock: ManualClock
 ) -> None:
     assert await store.conversations.active(key()) is None
     first = await store.conversations.bind(key(), "t1")
@@ -26,7 +33,7 @@ async def test_bind_creates_once_and_then_returns_the_active_thread(
 
 
 async def test_concurrent_binds_for_a_new_key_yield_exactly_one_thread(
-    store: SqliteStore,
+    store: BackendStore,
 ) -> None:
     results = await asyncio.gather(
         *(store.conversations.bind(key(), f"thread-{n}") for n in range(25))
@@ -36,7 +43,7 @@ async def test_concurrent_binds_for_a_new_key_yield_exactly_one_thread(
 
 
 async def test_rotate_keeps_history_and_the_topic_stays_known(
-    store: SqliteStore, clock: ManualClock
+    store: BackendStore, clock: ManualClock
 ) -> None:
     topic = key(topic_id="root-1")
     assert not await store.conversations.topic_known(topic)
@@ -54,25 +61,25 @@ async def test_rotate_keeps_history_and_the_topic_stays_known(
     assert (await store.conversations.bind(topic, "other")).thread_id == "new"
 
 
-async def test_rotate_of_an_unknown_key_starts_its_first_thread(store: SqliteStore) -> None:
+async def test_rotate_of_an_unknown_key_starts_its_first_thread(store: BackendStore) -> None:
     rotated = await store.conversations.rotate(key(), "t1")
     assert rotated.thread_id == "t1"
     assert await store.conversations.count() == 1
 
 
-async def test_topic_known_after_reopening(db_path: Path, clock: ManualClock) -> None:
+async def test_topic_known_after_reopening(make_store: StoreFactory) -> None:
     topic = key(topic_id="root-1")
-    async with SqliteStore(db_path, clock=clock) as store:
+    async with make_store() as store:
         await store.conversations.bind(topic, "t1")
         await store.conversations.rotate(topic, "t2")
-    async with SqliteStore(db_path, clock=clock) as store:
+    async with make_store() as store:
         assert await store.conversations.topic_known(topic)
         active = await store.conversations.active(topic)
         assert active is not None
         assert active.thread_id == "t2"
 
 
-async def test_absent_topic_and_user_are_distinct_from_present_ones(store: SqliteStore) -> None:
+async def test_absent_topic_and_user_are_distinct_from_present_ones(store: BackendStore) -> None:
     variants = [
         key(),
         key(topic_id="x"),
@@ -92,7 +99,7 @@ async def test_absent_topic_and_user_are_distinct_from_present_ones(store: Sqlit
 
 
 async def test_recent_lists_active_conversations_most_recently_used_first(
-    store: SqliteStore, clock: ManualClock
+    store: BackendStore, clock: ManualClock
 ) -> None:
     await store.conversations.bind(key("a"), "ta")
     clock.advance(1)
@@ -116,7 +123,7 @@ async def test_recent_lists_active_conversations_most_recently_used_first(
     assert await store.conversations.count() == 3
 
 
-async def test_links_map_sent_messages_to_their_thread(store: SqliteStore) -> None:
+async def test_links_map_sent_messages_to_their_thread(store: BackendStore) -> None:
     link = MessageLink(key=key(topic_id="root"), thread_id="t1")
     await link_sent(store, destination(topic_id="root"), "sent-1", link)
     assert await store.links.lookup("telegram", "", "c1", "sent-1") == link
@@ -130,7 +137,7 @@ async def test_links_map_sent_messages_to_their_thread(store: SqliteStore) -> No
     assert plain.key.topic_id is None
 
 
-async def test_adding_a_link_twice_keeps_the_latest(store: SqliteStore) -> None:
+async def test_adding_a_link_twice_keeps_the_latest(store: BackendStore) -> None:
     await link_sent(store, destination(), "sent-1", MessageLink(key=key(), thread_id="t1"))
     await link_sent(store, destination(), "sent-1", MessageLink(key=key(), thread_id="t2"))
     found = await store.links.lookup("telegram", "", "c1", "sent-1")
@@ -138,8 +145,10 @@ async def test_adding_a_link_twice_keeps_the_latest(store: SqliteStore) -> None:
     assert found.thread_id == "t2"
 
 
-async def test_current_is_remembered_and_follows_bind_and_rotate(db_path: Path) -> None:
-    async with SqliteStore(db_path, other_writers_check_s=3600) as store:
+async def test_current_is_remembered_and_follows_bind_and_rotate(
+    make_store: StoreFactory,
+) -> None:
+    async with make_store(other_writers_check_s=3600) as store:
         assert await store.conversations.current(key("a")) is None
         await store.conversations.bind(key("a"), "t1")
         assert (await store.conversations.current(key("a"))).thread_id == "t1"  # type: ignore[union-attr]

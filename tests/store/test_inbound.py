@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, timedelta
-from pathlib import Path
 
 from bot.records import InboundStatus
-from store.sqlite import SqliteStore
-from tests.store.support import ManualClock, inbound, journal_entry, key, record
+from tests.store.support import (
+    BackendStore,
+    ManualClock,
+    StoreFactory,
+    inbound,
+    journal_entry,
+    key,
+    record,
+)
 
 
-async def test_a_redelivered_message_is_recorded_once(store: SqliteStore) -> None:
+async def test_a_redelivered_message_is_recorded_once(store: BackendStore) -> None:
     first = await record(store, inbound("m1"), "corr-1")
     again = await record(store, inbound("m1", text="edited text"), "corr-2")
     assert first is not None
@@ -23,7 +29,7 @@ async def test_a_redelivered_message_is_recorded_once(store: SqliteStore) -> Non
     assert entry.message.text == "hello"
 
 
-async def test_dedupe_is_per_channel_account_and_chat(store: SqliteStore) -> None:
+async def test_dedupe_is_per_channel_account_and_chat(store: BackendStore) -> None:
     ids = [
         await record(store, inbound("m1"), "a"),
         await record(store, inbound("m1", chat_id="c2"), "b"),
@@ -34,20 +40,20 @@ async def test_dedupe_is_per_channel_account_and_chat(store: SqliteStore) -> Non
     assert len(set(ids)) == 4
 
 
-async def test_concurrent_redeliveries_journal_one_entry(store: SqliteStore) -> None:
+async def test_concurrent_redeliveries_journal_one_entry(store: BackendStore) -> None:
     results = await asyncio.gather(*(record(store, inbound("m1"), "c") for _ in range(10)))
     assert sum(r is not None for r in results) == 1
 
 
-async def test_dedupe_survives_closing_and_reopening(db_path: Path, clock: ManualClock) -> None:
-    async with SqliteStore(db_path, clock=clock) as store:
+async def test_dedupe_survives_closing_and_reopening(make_store: StoreFactory) -> None:
+    async with make_store() as store:
         assert await record(store, inbound("m1"), "corr") is not None
-    async with SqliteStore(db_path, clock=clock) as store:
+    async with make_store() as store:
         assert await record(store, inbound("m1"), "corr-again") is None
         assert await record(store, inbound("m2"), "corr") is not None
 
 
-async def test_duplicates_are_counted(store: SqliteStore) -> None:
+async def test_duplicates_are_counted(store: BackendStore) -> None:
     entry_id = await record(store, inbound("m1"), "c")
     assert entry_id is not None
     assert await store.inbound.duplicates(entry_id) == 0
@@ -56,7 +62,7 @@ async def test_duplicates_are_counted(store: SqliteStore) -> None:
     assert await store.inbound.duplicates(entry_id) == 2
 
 
-async def test_the_journal_keeps_the_whole_message(store: SqliteStore) -> None:
+async def test_the_journal_keeps_the_whole_message(store: BackendStore) -> None:
     original = inbound("m1")
     entry_id = await record(store, original, "c")
     assert entry_id is not None
@@ -71,7 +77,9 @@ async def test_the_journal_keeps_the_whole_message(store: SqliteStore) -> None:
     assert await journal_entry(store, "m1", chat_id="c2") is None
 
 
-async def test_update_changes_only_what_it_is_given(store: SqliteStore, clock: ManualClock) -> None:
+async def test_update_changes_only_what_it_is_given(
+    store: BackendStore, clock: ManualClock
+) -> None:
     entry_id = await record(store, inbound("m1"), "c")
     assert entry_id is not None
     routed = key(topic_id="root")
@@ -93,9 +101,9 @@ async def test_update_changes_only_what_it_is_given(store: SqliteStore, clock: M
 
 
 async def test_unfinished_entries_are_resumable_after_reopening(
-    db_path: Path, clock: ManualClock
+    make_store: StoreFactory, clock: ManualClock
 ) -> None:
-    async with SqliteStore(db_path, clock=clock) as store:
+    async with make_store() as store:
         ids: list[int] = []
         for n in range(4):
             entry_id = await record(store, inbound(f"m{n}"), f"corr-{n}")
@@ -105,7 +113,7 @@ async def test_unfinished_entries_are_resumable_after_reopening(
         await store.inbound.update(ids[0], InboundStatus.HANDLED)
         await store.inbound.update(ids[1], InboundStatus.RUNNING, key=key(), thread_id="t1")
         await store.inbound.update(ids[3], InboundStatus.FAILED, reason="agent")
-    async with SqliteStore(db_path, clock=clock) as store:
+    async with make_store() as store:
         unfinished = await store.inbound.unfinished()
     assert [e.id for e in unfinished] == [ids[1], ids[2]]  # oldest first
     running, accepted = unfinished
@@ -115,7 +123,7 @@ async def test_unfinished_entries_are_resumable_after_reopening(
     assert accepted.correlation_id == "corr-2"
 
 
-async def test_find_traces_a_message_id_across_chats(store: SqliteStore) -> None:
+async def test_find_traces_a_message_id_across_chats(store: BackendStore) -> None:
     a = await record(store, inbound("m1", chat_id="c1"), "a")
     b = await record(store, inbound("m1", chat_id="c2"), "b")
     await record(store, inbound("m1", channel="slack"), "c")
@@ -126,7 +134,7 @@ async def test_find_traces_a_message_id_across_chats(store: SqliteStore) -> None
 
 
 async def test_prune_forgets_old_finished_entries_only(
-    store: SqliteStore, clock: ManualClock
+    store: BackendStore, clock: ManualClock
 ) -> None:
     old_done = await record(store, inbound("old-done"), "c")
     old_running = await record(store, inbound("old-running"), "c")

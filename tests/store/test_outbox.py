@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -21,9 +20,10 @@ from bot.messages import (
 )
 from bot.records import InboundStatus, OutboxState
 from store.codec import decode_delivery, encode_delivery
-from store.sqlite import SqliteStore
 from tests.store.support import (
+    BackendStore,
     ManualClock,
+    StoreFactory,
     destination,
     enqueue,
     inbound,
@@ -63,7 +63,7 @@ DELIVERIES: list[Delivery] = [
 
 
 @pytest.mark.parametrize("delivery", DELIVERIES, ids=lambda d: type(d).__name__)
-async def test_every_delivery_type_round_trips(store: SqliteStore, delivery: Delivery) -> None:
+async def test_every_delivery_type_round_trips(store: BackendStore, delivery: Delivery) -> None:
     original = item("k1", delivery, conversation=key(topic_id="root", user_id="u1"))
     [row_id] = await enqueue(store, [original])
     row = await store.outbox.get(row_id)
@@ -82,7 +82,7 @@ def test_a_payload_written_before_dedupe_keys_existed_still_loads(delivery: Deli
     assert decode_delivery(op, json.dumps(older)) == delivery
 
 
-async def test_a_new_row_is_pending_and_due_now(store: SqliteStore, clock: ManualClock) -> None:
+async def test_a_new_row_is_pending_and_due_now(store: BackendStore, clock: ManualClock) -> None:
     [row_id] = await enqueue(store, [item("k1")])
     row = await store.outbox.get(row_id)
     assert row is not None
@@ -95,7 +95,7 @@ async def test_a_new_row_is_pending_and_due_now(store: SqliteStore, clock: Manua
     assert await store.outbox.get(row_id + 1) is None
 
 
-async def test_enqueue_is_idempotent_per_key(store: SqliteStore) -> None:
+async def test_enqueue_is_idempotent_per_key(store: BackendStore) -> None:
     first = await enqueue(store, [item("k1"), item("k2")])
     again = await enqueue(store, [item("k2"), item("k3"), item("k1")])
     assert again == [first[1], again[1], first[0]]
@@ -106,7 +106,7 @@ async def test_enqueue_is_idempotent_per_key(store: SqliteStore) -> None:
 
 
 async def test_due_returns_pending_rows_whose_time_has_come_in_order(
-    store: SqliteStore, clock: ManualClock
+    store: BackendStore, clock: ManualClock
 ) -> None:
     ids = await enqueue(store, [item(f"k{n}") for n in range(5)])
     now = clock.advance(1)
@@ -125,7 +125,7 @@ async def test_due_returns_pending_rows_whose_time_has_come_in_order(
 
 
 async def test_next_due_at_is_the_earliest_pending_attempt(
-    store: SqliteStore, clock: ManualClock
+    store: BackendStore, clock: ManualClock
 ) -> None:
     assert await store.outbox.next_due_at() is None
     start = clock.now
@@ -137,7 +137,7 @@ async def test_next_due_at_is_the_earliest_pending_attempt(
 
 
 async def test_retry_sent_and_dead_record_each_attempt(
-    store: SqliteStore, clock: ManualClock
+    store: BackendStore, clock: ManualClock
 ) -> None:
     a, b = await enqueue(store, [item("a"), item("b")])
     await store.outbox.mark_retry(a, "timeout", clock.advance(1))
@@ -161,7 +161,7 @@ async def test_retry_sent_and_dead_record_each_attempt(
 
 
 async def test_revive_moves_dead_rows_back_to_pending_due_now(
-    store: SqliteStore, clock: ManualClock
+    store: BackendStore, clock: ManualClock
 ) -> None:
     a, b, c = await enqueue(store, [item("a"), item("b"), item("c")])
     for row_id in (a, b):
@@ -181,7 +181,7 @@ async def test_revive_moves_dead_rows_back_to_pending_due_now(
     assert [r.id for r in await store.outbox.due(clock.now)] == [a, b]
 
 
-async def test_counts_listing_and_purge(store: SqliteStore) -> None:
+async def test_counts_listing_and_purge(store: BackendStore) -> None:
     assert await store.outbox.counts() == dict.fromkeys(OutboxState, 0)
     ids = await enqueue(store, [item(f"k{n}") for n in range(5)])
     await store.outbox.mark_sent(ids[0], ("s",))
@@ -201,7 +201,7 @@ async def test_counts_listing_and_purge(store: SqliteStore) -> None:
     assert (await store.outbox.counts())[OutboxState.PENDING] == 2
 
 
-async def test_for_correlation_lists_a_turns_deliveries_in_order(store: SqliteStore) -> None:
+async def test_for_correlation_lists_a_turns_deliveries_in_order(store: BackendStore) -> None:
     ids = await enqueue(store, [item("a", correlation_id="c1"), item("b", correlation_id="c2")])
     more = await enqueue(store, [item("c", correlation_id="c1")])
     rows = await store.outbox.for_correlation("c1")
@@ -210,14 +210,14 @@ async def test_for_correlation_lists_a_turns_deliveries_in_order(store: SqliteSt
 
 
 async def test_pending_rows_are_resumed_after_the_store_is_reopened(
-    db_path: Path, clock: ManualClock
+    make_store: StoreFactory, clock: ManualClock
 ) -> None:
-    async with SqliteStore(db_path, clock=clock) as store:
+    async with make_store() as store:
         ids = await enqueue(store, [item(f"k{n}", DELIVERIES[n]) for n in range(4)])
         await store.outbox.mark_sent(ids[0], ("s",))
         await store.outbox.mark_retry(ids[1], "timeout", clock.advance(10))
     clock.advance(10)
-    async with SqliteStore(db_path, clock=clock) as store:
+    async with make_store() as store:
         due = await store.outbox.due(clock.now)
         assert [r.id for r in due] == ids[1:]
         assert [r.item.delivery for r in due] == DELIVERIES[1:]
@@ -227,7 +227,7 @@ async def test_pending_rows_are_resumed_after_the_store_is_reopened(
         assert await enqueue(store, [item("k0"), item("k3")]) == [ids[0], ids[3]]
 
 
-async def test_recording_a_reply_finishes_the_messages_it_answers(store: SqliteStore) -> None:
+async def test_recording_a_reply_finishes_the_messages_it_answers(store: BackendStore) -> None:
     first = await record(store, inbound("m1"), "corr-1")
     second = await record(store, inbound("m2"), "corr-2")
     assert first is not None
@@ -241,7 +241,7 @@ async def test_recording_a_reply_finishes_the_messages_it_answers(store: SqliteS
 
 
 async def test_a_reply_recorded_before_still_finishes_a_resumed_turns_messages(
-    store: SqliteStore,
+    store: BackendStore,
 ) -> None:
     """The reply row exists from before a restart (same idempotency key), so no insert runs;
     the messages are finished anyway, in one transaction for a multi-part reply."""

@@ -1,19 +1,20 @@
-"""SqliteStore lifecycle: migrations, opening and closing, two stores on one file."""
+"""SqliteStore's own machinery: migrations, the file, WAL and the busy timeout, and how one
+connection pipelines and batches statements. (What every backend does is in the contract
+modules beside this one.)"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from pathlib import Path
 
 import aiosqlite
 import pytest
 
 from bot.errors import StoreBusy, StoreError
-from bot.records import InboundStatus, OutboxState, PairingRequest
+from bot.records import InboundStatus
 from store.schema import latest_version, load_migrations, split_statements
 from store.sqlite import SqliteStore
-from tests.store.support import ManualClock, enqueue, inbound, item, journal_entry, key, record
+from tests.store.support import ManualClock, enqueue, inbound, item, journal_entry, record
 
 TABLES = {
     "inbound",
@@ -27,6 +28,12 @@ TABLES = {
     "settings",
     "write_probe",
 }
+
+
+@pytest.fixture
+def backend() -> str:
+    """Every test here is about SQLite alone."""
+    return "sqlite"
 
 
 async def _user_version(path: Path) -> int:
@@ -84,18 +91,6 @@ async def test_open_creates_parent_dirs_wal_and_every_table(
     assert await _user_version(db_path) == latest_version()
 
 
-async def test_migrations_apply_once_and_reopening_keeps_data(
-    db_path: Path, clock: ManualClock
-) -> None:
-    async with SqliteStore(db_path, clock=clock) as store:
-        await store.settings.set("paused", "yes")
-    # Reopening must not re-run 0001 (it would fail on CREATE TABLE) nor touch the data.
-    for _ in range(2):
-        async with SqliteStore(db_path, clock=clock) as store:
-            assert await store.settings.get("paused") == "yes"
-    assert await _user_version(db_path) == latest_version()
-
-
 async def test_a_newer_schema_is_refused(db_path: Path, clock: ManualClock) -> None:
     async with SqliteStore(db_path, clock=clock):
         pass
@@ -139,76 +134,7 @@ async def test_from_state_dir_uses_switchboard_db(tmp_path: Path) -> None:
     assert (tmp_path / "state" / "switchboard.db").exists()
 
 
-async def test_writable_is_true_when_open_and_false_when_closed(
-    db_path: Path, clock: ManualClock
-) -> None:
-    store = SqliteStore(db_path, clock=clock)
-    assert not await store.writable()
-    await store.open()
-    await store.open()  # idempotent
-    assert await store.writable()
-    assert await store.writable()
-    await store.aclose()
-    await store.aclose()  # idempotent
-    assert not await store.writable()
-
-
-async def test_use_after_close_is_a_store_error(db_path: Path, clock: ManualClock) -> None:
-    async with SqliteStore(db_path, clock=clock) as store:
-        pass
-    with pytest.raises(StoreError, match="not open"):
-        await store.settings.get("x")
-
-
-async def test_a_failed_transaction_rolls_back_and_the_store_keeps_working(
-    store: SqliteStore, clock: ManualClock
-) -> None:
-    """An IntegrityError inside a transaction becomes StoreError and leaves no open tx."""
-    request = PairingRequest(
-        channel="telegram",
-        user_id="u1",
-        display_name="Ada",
-        chat_id="c1",
-        code="ABC123",
-        created_at=clock.now,
-        expires_at=clock.advance(3600),
-    )
-    await store.access.add_pairing(request)
-    with pytest.raises(StoreError, match="UNIQUE"):
-        await store.access.add_pairing(request)
-    await store.settings.set("after", "ok")
-    assert await store.settings.get("after") == "ok"
-    assert await store.writable()
-
-
-# --------------------------------------------------------------------------- two stores
-
-
-async def test_a_second_store_reads_and_writes_while_the_first_writes(
-    db_path: Path, clock: ManualClock
-) -> None:
-    async with (
-        SqliteStore(db_path, clock=clock) as daemon,
-        SqliteStore(db_path, clock=clock) as cli,
-    ):
-
-        async def daemon_work() -> None:
-            for n in range(30):
-                await enqueue(daemon, [item(f"d{n}")])
-                await record(daemon, inbound(f"m{n}"), f"corr-{n}")
-
-        async def cli_work() -> list[int]:
-            seen: list[int] = []
-            for n in range(30):
-                seen.append((await cli.outbox.counts())[OutboxState.PENDING])
-                await cli.audit.record("cli", "probe", str(n))
-            return seen
-
-        _, seen = await asyncio.gather(daemon_work(), cli_work())
-        assert seen == sorted(seen)  # the reader only ever sees committed, growing state
-        assert (await cli.outbox.counts())[OutboxState.PENDING] == 30
-        assert len(await cli.inbound.unfinished()) == 30
-        assert len(await daemon.audit.recent(limit=100)) == 30
+# --------------------------------------------------------------------------- a second connection
 
 
 async def test_a_reader_is_not_blocked_by_an_open_write_transaction(
@@ -241,62 +167,7 @@ async def test_a_write_lock_held_past_the_busy_timeout_is_a_store_busy_error(
         await store.audit.record("cli", "x", "")  # free again
 
 
-async def test_two_stores_binding_one_new_key_agree_on_one_thread(
-    db_path: Path, clock: ManualClock
-) -> None:
-    async with (
-        SqliteStore(db_path, clock=clock) as first,
-        SqliteStore(db_path, clock=clock) as second,
-    ):
-        results = await asyncio.gather(
-            *(
-                (first if n % 2 else second).conversations.bind(key(), f"thread-{n}")
-                for n in range(20)
-            )
-        )
-        assert len({c.thread_id for c in results}) == 1
-        assert await first.conversations.count() == 1
-
-
-@pytest.mark.parametrize("yields", [0, 1, 10, 50, 100, 200, 400, 800, 1200, 1600, 3200])
-async def test_cancelling_a_write_leaves_all_or_nothing_and_a_usable_store(
-    store: SqliteStore, yields: int
-) -> None:
-    """A transaction cancelled at any point is rolled back, and the next one still works."""
-    batch = [item(f"k{n}") for n in range(20)]
-    task = asyncio.create_task(enqueue(store, batch))
-    for _ in range(yields):
-        await asyncio.sleep(0)  # pick a cancellation point; nothing is waited for
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    pending = (await store.outbox.counts())[OutboxState.PENDING]
-    assert pending in (0, 20)
-    assert len(await enqueue(store, [*batch, item("after")])) == 21
-    assert (await store.outbox.counts())[OutboxState.PENDING] == 21
-
-
 # --------------------------------------------------------------------------- pipelining
-
-
-async def test_a_statement_issued_during_a_failing_transaction_is_not_rolled_back_with_it(
-    store: SqliteStore, clock: ManualClock
-) -> None:
-    """Single statements are queued without waiting for each other, but never inside a
-    transaction another coroutine has open."""
-    request = PairingRequest(
-        channel="telegram", user_id="u1", display_name="Ada", chat_id="c1", code="DUP123",
-        created_at=clock.now, expires_at=clock.advance(3600),
-    )  # fmt: skip
-    await store.access.add_pairing(request)
-    failing, during = await asyncio.gather(
-        store.access.add_pairing(request),  # opens its transaction first, then fails
-        store.settings.set("during", "kept"),
-        return_exceptions=True,
-    )
-    assert isinstance(failing, StoreError)
-    assert during is None
-    assert await store.settings.get("during") == "kept"
 
 
 async def test_concurrent_statements_each_learn_their_own_outcome(store: SqliteStore) -> None:
@@ -310,26 +181,6 @@ async def test_concurrent_statements_each_learn_their_own_outcome(store: SqliteS
     rows = await store.outbox.enqueue_rows([item("same")])
     again = await asyncio.gather(*(store.outbox.enqueue_rows([item("same")]) for _ in range(5)))
     assert {batch[0].id for batch in again} == {rows[0].id}
-
-
-async def test_marks_made_together_are_written_together_and_each_caller_waits_for_its_own(
-    store: SqliteStore,
-) -> None:
-    ids = [await record(store, inbound(f"m{n}"), f"corr-{n}") for n in range(5)]
-    entries = {f"m{n}": entry_id for n, entry_id in enumerate(ids) if entry_id is not None}
-
-    async def mark(message_id: str, entry_id: int) -> InboundStatus:
-        await store.inbound.update(entry_id, InboundStatus.HANDLED, reason=f"r{entry_id}")
-        found = await journal_entry(store, message_id)  # written by the time update returns
-        assert found is not None
-        return found.status
-
-    assert (
-        await asyncio.gather(
-            *(mark(message_id, entry_id) for message_id, entry_id in entries.items())
-        )
-        == [InboundStatus.HANDLED] * 5
-    )
 
 
 async def test_a_cancelled_caller_does_not_take_the_batch_with_it(store: SqliteStore) -> None:
@@ -348,3 +199,51 @@ async def test_a_cancelled_caller_does_not_take_the_batch_with_it(store: SqliteS
         found = await journal_entry(store, message_id)
         assert found is not None
         assert found.status is InboundStatus.FAILED
+
+
+# --------------------------------------------------------------------------- beside the daemon
+
+
+async def _set_user_version(path: Path, version: int) -> None:
+    async with aiosqlite.connect(path) as raw:
+        await raw.execute(f"PRAGMA user_version = {version}")
+        await raw.commit()
+
+
+async def test_open_existing_never_creates_a_database(db_path: Path) -> None:
+    store = SqliteStore(db_path)
+    with pytest.raises(StoreError, match="no database at"):
+        await store.open_existing()
+    assert not await asyncio.to_thread(db_path.parent.exists)
+
+
+@pytest.mark.parametrize("offset", [-1, 1], ids=["older", "newer"])
+async def test_open_existing_refuses_another_schema_and_leaves_it(
+    db_path: Path, offset: int
+) -> None:
+    async with SqliteStore(db_path):
+        pass
+    version = latest_version() + offset
+    await _set_user_version(db_path, version)
+    store = SqliteStore(db_path)
+    word = "older" if offset < 0 else "newer"
+    with pytest.raises(StoreError, match=f"schema version {version} is {word}"):
+        await store.open_existing()
+    assert not await store.writable()
+    assert await _user_version(db_path) == version  # not migrated
+
+
+async def test_a_schema_1_database_gains_later_tables_on_open(
+    db_path: Path, clock: ManualClock
+) -> None:
+    first = load_migrations()[0]
+    db_path.parent.mkdir(parents=True)
+    async with aiosqlite.connect(db_path) as raw:
+        for statement in first.statements:
+            await raw.execute(statement)
+        await raw.execute("PRAGMA user_version = 1")
+        await raw.commit()
+    async with SqliteStore(db_path, clock=clock) as store:
+        (row_id,) = await enqueue(store, [item("k1")])
+        await store.outbox.record_attempt(row_id, "transient", "502")
+        assert [a.detail for a in await store.outbox.attempts(row_id)] == ["502"]

@@ -12,6 +12,7 @@ from bot.cli.operator.runner import add_leaf, positive
 from bot.cli.options import Subcommands
 
 VIEWS = "bot.cli.operator.views"
+STORAGE = "bot.cli.operator.storage"
 ACTIONS = "bot.cli.operator.actions"
 STATES = ("pending", "sent", "dead")
 """``bot.records.OutboxState`` values, spelled out so building the parser imports nothing."""
@@ -33,6 +34,7 @@ def add_commands(commands: Subcommands) -> None:
     audit.add_argument("--limit", type=positive, default=50, help="at most N (50)")
     _add_outbox(commands)
     _add_pairing(commands)
+    _add_store(commands)
 
 
 def _add_outbox(commands: Subcommands) -> None:
@@ -59,3 +61,9 @@ def _add_pairing(commands: Subcommands) -> None:
     approve.add_argument("code", metavar="CODE")
     deny = add_leaf(actions, "deny", "drop an access request", f"{ACTIONS}:pairing_deny")
     deny.add_argument("code", metavar="CODE")
+
+
+def _add_store(commands: Subcommands) -> None:
+    store = commands.add_parser("store", help="migrate the store's schema")
+    actions = store.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add_leaf(actions, "migrate", "apply the store's pending migrations", f"{STORAGE}:store_migrate")

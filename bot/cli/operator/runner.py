@@ -20,14 +20,13 @@ import importlib
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Final, cast
 
 from bot.cli.options import CommandFailed, Subcommands, add_config_option, load_config
 from bot.config.settings import Settings
 from bot.errors import StoreError
 from bot.exit_codes import EXIT_CHECK_FAILED
-from bot.registry import EdgeKind, load
+from bot.registry import store_for
 
 if TYPE_CHECKING:
     from bot.ports import Store
@@ -74,8 +73,7 @@ def positive(text: str) -> int:
 @asynccontextmanager
 async def opened_store(settings: Settings) -> AsyncIterator[Store]:
     """The daemon's store under ``state_dir``; a missing or unusable one ends the command."""
-    factory = cast("Callable[[Path], Store]", load(EdgeKind.STORE, "sqlite"))
-    store = factory(settings.state_dir)
+    store = store_for(settings)
     try:
         await store.open_existing()
     except StoreError as exc:

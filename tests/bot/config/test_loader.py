@@ -69,10 +69,11 @@ def test_example_picks_up_the_environment() -> None:
 def _field_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
     paths = set()
     for name, field in model.model_fields.items():
-        paths.add(prefix + name)
+        key = field.alias or name  # what the YAML spells (``store.schema``)
+        paths.add(prefix + key)
         annotation = field.annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            paths |= _field_paths(annotation, f"{prefix}{name}.")
+            paths |= _field_paths(annotation, f"{prefix}{key}.")
     return paths
 
 

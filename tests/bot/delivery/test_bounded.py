@@ -56,7 +56,7 @@ def test_the_rate_limiter_paces_100_000_chats_without_keeping_them() -> None:
     limiter.configure("tg", per_chat_interval_s=1.0, global_rate_per_s=0)
     for chat in range(CHATS):
         clock.now += 0.001
-        assert limiter.try_acquire(("tg", "", f"chat-{chat}"))
+        assert limiter.reserve(("tg", "", f"chat-{chat}"), group=True) == 0
     assert not limiter.try_acquire(("tg", "", f"chat-{CHATS - 1}"))  # still paced
     clock.now += 1.0
     assert limiter.try_acquire(("tg", "", f"chat-{CHATS - 1}"))

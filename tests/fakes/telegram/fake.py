@@ -115,6 +115,12 @@ class FakeTelegram(FakeTelegramServer):
         """Every request so far (including refused ones), oldest first."""
         return self._log.calls(method)
 
+    def calls_after(self, seen: int, timeout: float = 5.0) -> list[Call]:
+        """Every request after the first ``seen``, waiting up to ``timeout`` for at least one
+        (a load driver following all of the bot's calls in order)."""
+        refuse_running_loop("calls_after", "asyncio.to_thread(fake.calls_after, ...)")
+        return self._log.after(seen, timeout)
+
     def wait_for_call(
         self, method: str, predicate: Predicate | None = None, timeout: float = 5.0
     ) -> Call:

@@ -63,6 +63,13 @@ class CallLog:
         with self._cond:
             return [c for c in self._calls if method is None or c.method == method]
 
+    def after(self, seen: int, timeout: float) -> list[Call]:
+        """The calls after the first ``seen`` (of any method), waiting up to ``timeout`` for
+        at least one; empty if none came."""
+        with self._cond:
+            self._cond.wait_for(lambda: len(self._calls) > seen, timeout=timeout)
+            return self._calls[seen:]
+
     def wait(
         self, method: str, predicate: Predicate | None, count: int, timeout: float
     ) -> list[Call]:

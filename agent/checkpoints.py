@@ -1,0 +1,83 @@
+"""Where the embedded agent keeps its checkpoints: beside the daemon's store (design §6, §11).
+
+With the default SQLite store they go to ``state_dir/agent.db`` (``AsyncSqliteSaver`` on its
+own aiosqlite connection). With a PostgreSQL store they go to the same database and schema
+(``AsyncPostgresSaver`` on a small psycopg pool), so any replica can resume any thread and
+answer any clarification. The saver's ``setup`` (its migrations) is not safe to run from two
+processes at once, so replicas take turns under an advisory lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import aiosqlite
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from psycopg import AsyncConnection, sql
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from bot.config.settings import StoreBackend, StoreSettings
+
+AGENT_DB = "agent.db"
+POOL_MAX = 4
+SETUP_WAIT_S = 60.0
+LOCK_POLL_S = 0.05
+
+
+@asynccontextmanager
+async def checkpointer(
+    store: StoreSettings, state_dir: Path
+) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """A ready checkpointer for as long as the block runs."""
+    async with AsyncExitStack() as stack:
+        if store.backend is StoreBackend.POSTGRES and store.url is not None:
+            saver: BaseCheckpointSaver[str] = await _postgres(stack, store.url, store.db_schema)
+        else:
+            await asyncio.to_thread(state_dir.mkdir, parents=True, exist_ok=True)
+            conn = await aiosqlite.connect(state_dir / AGENT_DB)
+            stack.push_async_callback(conn.close)
+            sqlite = AsyncSqliteSaver(conn)
+            await sqlite.setup()
+            saver = sqlite
+        yield saver
+
+
+async def _postgres(stack: AsyncExitStack, url: str, schema: str) -> AsyncPostgresSaver:
+    options = f"-c search_path={schema}"
+    async with await AsyncConnection.connect(url, autocommit=True, options=options) as conn:
+        lock = f"switchboard-checkpoints:{schema}"
+        await _take_turn(conn, lock)
+        try:
+            create = sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))
+            await conn.execute(create)  # racing replicas would collide without the lock
+            pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(
+                url, min_size=1, max_size=POOL_MAX, open=False,
+                kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
+                        "options": options},
+            )  # fmt: skip
+            await pool.open(wait=True)
+            stack.push_async_callback(pool.close)
+            saver = AsyncPostgresSaver(pool)
+            await saver.setup()
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (lock,))
+    return saver
+
+
+async def _take_turn(conn: AsyncConnection[tuple[object, ...]], lock: str) -> None:
+    """Wait for the advisory lock without a statement blocked inside the server: the saver's
+    setup runs ``CREATE INDEX CONCURRENTLY``, which waits for every open transaction, a
+    waiting ``pg_advisory_lock`` call included, and the two would wait for each other."""
+    async with asyncio.timeout(SETUP_WAIT_S):
+        while True:
+            cursor = await conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (lock,))
+            row = await cursor.fetchone()
+            if row is not None and row[0]:
+                return
+            await asyncio.sleep(LOCK_POLL_S)

@@ -1,0 +1,183 @@
+"""The Store port on PostgreSQL (design §11): a psycopg pool on one schema of one database.
+
+Each concern lives in its own module and shares this store's ``PgDatabase`` (pool, clock,
+errors). Several stores may work on one schema at once: replicas of the daemon, the operator
+CLI beside them. Their writes meet in the database's unique keys and row locks, never in a
+lock of this process. Every table lives in ``schema`` (created when missing), so a database
+can be shared with other applications and tests can use a schema each.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from typing_extensions import override
+
+from bot.errors import StoreError
+from bot.lifecycle import StartClose
+from bot.messages import utc_now
+from bot.ports import Store
+from store.cache import OTHER_WRITERS_CHECK_S
+from store.codec import to_utc
+from store.postgres.access import PgAccessStore
+from store.postgres.audit import PgAuditLog, PgSettingsStore
+from store.postgres.clarifications import PgClarificationStore
+from store.postgres.conversations import PgConversationStore, PgLinkStore
+from store.postgres.db import LOCK_TIMEOUT_S, Clock, PgDatabase, Tuning
+from store.postgres.inbound import PgInboundJournal
+from store.postgres.outbox import PgOutboxStore
+from store.postgres.schema import DEFAULT_SCHEMA, apply_migrations, latest_version, require_current
+
+logger = logging.getLogger(__name__)
+
+
+class PostgresStore(StartClose, Store):
+    """Durable state in ``schema`` at ``url``; use ``async with`` or ``open()`` / ``aclose()``.
+
+    ``pool_size`` bounds the connections this store holds. ``clock`` stamps rows the store
+    creates; give it the clock the rest of the daemon uses. ``lock_timeout_s`` bounds how long
+    a statement waits for a row lock before it is ``StoreBusy``; ``other_writers_check_s``
+    how long a cached row (a user's access status) can miss another process's change.
+    Nothing connects before ``open``; a malformed ``url`` is a ``ConfigError`` at once.
+    """
+
+    def __init__(  # noqa: PLR0913 - the store's settings, each with a default
+        self,
+        url: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        pool_size: int = 5,
+        clock: Clock = utc_now,
+        lock_timeout_s: float = LOCK_TIMEOUT_S,
+        other_writers_check_s: float = OTHER_WRITERS_CHECK_S,
+    ) -> None:
+        tuning = Tuning(
+            pool_size=pool_size,
+            lock_timeout_s=lock_timeout_s,
+            other_writers_check_s=other_writers_check_s,
+        )
+        self._db = PgDatabase(url, schema=schema, clock=clock, tuning=tuning)
+        self._inbound = PgInboundJournal(self._db)
+        self._conversations = PgConversationStore(self._db)
+        self._links = PgLinkStore(self._db)
+        self._outbox = PgOutboxStore(self._db)
+        self._clarifications = PgClarificationStore(self._db)
+        self._access = PgAccessStore(self._db)
+        self._audit = PgAuditLog(self._db)
+        self._settings = PgSettingsStore(self._db)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        pool_size: int = 5,
+        clock: Clock = utc_now,
+    ) -> PostgresStore:
+        """The store ``store.url`` / ``store.schema`` / ``store.pool_size`` configure."""
+        return cls(url, schema=schema, pool_size=pool_size, clock=clock)
+
+    @property
+    def schema(self) -> str:
+        return self._db.schema
+
+    @property
+    def url_for_logs(self) -> str:
+        """``postgresql://USER@HOST:PORT/DATABASE``: never the password."""
+        return self._db.server.url_for_logs
+
+    @property
+    def describe(self) -> str:
+        """What this store is, for logs and ``status``: URL (no password) and schema."""
+        return self._db.where
+
+    @property
+    @override
+    def inbound(self) -> PgInboundJournal:
+        return self._inbound
+
+    @property
+    @override
+    def conversations(self) -> PgConversationStore:
+        return self._conversations
+
+    @property
+    @override
+    def links(self) -> PgLinkStore:
+        return self._links
+
+    @property
+    @override
+    def outbox(self) -> PgOutboxStore:
+        return self._outbox
+
+    @property
+    @override
+    def clarifications(self) -> PgClarificationStore:
+        return self._clarifications
+
+    @property
+    @override
+    def access(self) -> PgAccessStore:
+        return self._access
+
+    @property
+    @override
+    def audit(self) -> PgAuditLog:
+        return self._audit
+
+    @property
+    @override
+    def settings(self) -> PgSettingsStore:
+        return self._settings
+
+    @override
+    async def open(self) -> None:
+        """Connect, create the schema if missing and migrate it (under the advisory lock
+        replicas share), then open the pool. ``StoreError`` naming the server on failure."""
+        if self._db.is_open:
+            return
+        applied = await self._db.connect(lambda conn: apply_migrations(conn, self._db.schema))
+        logger.info(
+            "store opened: %s, version %d (%d migrations applied)",
+            self.describe,
+            latest_version(),
+            len(applied),
+        )
+
+    @override
+    async def open_existing(self) -> None:
+        """Connect to the daemon's schema without creating or migrating it (the operator
+        CLI); ``StoreError`` when it is missing or not at this build's version."""
+        if self._db.is_open:
+            return
+        await self._db.connect(lambda conn: require_current(conn, self._db.schema))
+
+    @override
+    async def start(self) -> None:
+        """``open``, for ``async with`` (``StartClose``)."""
+        await self.open()
+
+    @override
+    async def aclose(self) -> None:
+        if self._db.is_open:
+            await self._db.close()
+            logger.info("store closed: %s", self.describe)
+
+    @override
+    async def writable(self) -> bool:
+        """Commit a one-row write; ``False`` when the server cannot take it (for /readyz):
+        unreachable, a read-only standby, a full disk."""
+        if not self._db.is_open:
+            return False
+        try:
+            await self._db.execute(
+                "INSERT INTO write_probe (id, at) VALUES (1, %s)"
+                " ON CONFLICT (id) DO UPDATE SET at = excluded.at",
+                (to_utc(self._db.now()),),
+            )
+        except StoreError as exc:
+            logger.warning("store %s is not writable: %s", self.describe, exc)
+            return False
+        return True
