@@ -12,9 +12,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -81,3 +84,57 @@ async def _take_turn(conn: AsyncConnection[tuple[object, ...]], lock: str) -> No
             if row is not None and row[0]:
                 return
             await asyncio.sleep(LOCK_POLL_S)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointsCopied:
+    threads: int
+    checkpoints: int
+    writes: int
+
+
+async def copy_checkpoints(agent_db: Path, url: str, schema: str) -> CheckpointsCopied:
+    """Copy every thread's checkpoints (and their pending writes) from the SQLite saver in
+    ``agent_db`` into the PostgreSQL saver of ``schema`` (``switchboard store copy``), oldest
+    first, so each keeps its parent. The target must hold no checkpoints yet (``ValueError``
+    naming it otherwise); a missing ``agent_db`` copies nothing."""
+    if not await asyncio.to_thread(agent_db.is_file):
+        return CheckpointsCopied(threads=0, checkpoints=0, writes=0)
+    async with AsyncExitStack() as stack:
+        conn = await aiosqlite.connect(agent_db)
+        stack.push_async_callback(conn.close)
+        source = AsyncSqliteSaver(conn)
+        target = await _postgres(stack, url, schema)
+        async for _held in target.alist(None, limit=1):
+            raise ValueError(
+                f"the PostgreSQL schema {schema!r} holds agent checkpoints already;"
+                " they are copied only into an empty one"
+            )
+        # Checkpoint ids are time-ordered (uuid6): reversed, the newest-first list is oldest first.
+        saved = [found async for found in source.alist(None)]
+        threads: set[str] = set()
+        writes = 0
+        for found in reversed(saved):
+            configurable = found.config["configurable"]
+            parent = (found.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+            config: RunnableConfig = {
+                "configurable": {
+                    "thread_id": configurable["thread_id"],
+                    "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+                    **({"checkpoint_id": parent} if parent else {}),
+                }
+            }
+            stored = await target.aput(
+                config,
+                found.checkpoint,
+                found.metadata,
+                dict(found.checkpoint["channel_versions"]),
+            )
+            by_task: dict[str, list[tuple[str, Any]]] = {}
+            for task_id, channel, value in found.pending_writes or ():
+                by_task.setdefault(task_id, []).append((channel, value))
+            for task_id, task_writes in by_task.items():
+                await target.aput_writes(stored, task_writes, task_id)
+                writes += len(task_writes)
+            threads.add(str(configurable["thread_id"]))
+    return CheckpointsCopied(threads=len(threads), checkpoints=len(saved), writes=writes)

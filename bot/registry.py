@@ -22,6 +22,8 @@ class EdgeKind(StrEnum):
     CHANNEL = "channel"
     AGENT = "agent"
     STORE = "store"
+    TOOL = "tool"
+    """Operator commands' helpers that live in an edge (``store copy``)."""
 
 
 IMPORT_PATHS: dict[EdgeKind, dict[str, str]] = {
@@ -40,6 +42,10 @@ IMPORT_PATHS: dict[EdgeKind, dict[str, str]] = {
     EdgeKind.STORE: {
         "sqlite": "store.sqlite:SqliteStore",
         "postgres": "store.postgres:PostgresStore.from_url",
+    },
+    EdgeKind.TOOL: {
+        "store-copy": "store.copy:copy_sqlite_to_postgres",
+        "checkpoints-copy": "agent.checkpoints:copy_checkpoints",
     },
 }
 

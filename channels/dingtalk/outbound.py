@@ -44,11 +44,15 @@ IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".gif", ".bmp"})
 
 
 def _session_body(message: OutboundText, asker: str | None) -> Json:
+    """DingTalk shows an ``at`` only where the text names the user (``@<userId>``), which it
+    then replaces with the member's name; so the mention closes the reply."""
+    mention = f"@{asker}" if asker is not None else ""
     if message.render is RenderMode.PLAIN:
-        body: Json = {"msgtype": "text", "text": {"content": message.text}}
+        content = f"{message.text} {mention}".rstrip()
+        body: Json = {"msgtype": "text", "text": {"content": content}}
     else:
-        markdown = {"title": title_of(message.text), "text": dingtalk_markdown(message.text)}
-        body = {"msgtype": "markdown", "markdown": markdown}
+        text = dingtalk_markdown(message.text) + (f"\n\n{mention}" if mention else "")
+        body = {"msgtype": "markdown", "markdown": {"title": title_of(message.text), "text": text}}
     if asker is not None:
         body["at"] = {"atUserIds": [asker], "isAtAll": False}
     return body

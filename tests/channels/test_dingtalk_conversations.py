@@ -59,6 +59,7 @@ async def test_group_members_have_their_own_conversations_and_are_at_mentioned(
         assert len(threads) == 2
         replies = fake.sent_messages(GROUP)
         assert [r.at_user_ids for r in replies] == [(ALICE,), (BOB,)]
+        assert [r.text.rsplit(maxsplit=1)[-1] for r in replies] == [f"@{ALICE}", f"@{BOB}"]
 
 
 async def test_a_group_message_without_the_bot_mentioned_is_ignored(tmp_path: Path) -> None:

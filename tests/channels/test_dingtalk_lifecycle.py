@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -175,3 +176,16 @@ async def test_probe_fetches_a_token_and_reports_refused_credentials(tmp_path: P
         with pytest.raises(AuthFailed):
             await build_channel(dingtalk_settings(tmp_path, fake), HealthLog()).probe()
         assert [c.path for c in fake.calls()] == ["/v1.0/oauth2/accessToken"] * 2
+
+
+async def test_the_sdks_loggers_go_through_ours_and_stay_quiet(tmp_path: Path) -> None:
+    """dingtalk-stream gives its loggers stderr handlers of their own at INFO, and its lines
+    carry whole frames (message text): after start they propagate to the daemon's logging at
+    ERROR only."""
+    with FakeDingTalk() as fake:
+        async with dingtalk_daemon(dingtalk_settings(tmp_path, fake), fake, FakeAgent()):
+            for name in ("dingtalk_stream.client", "dingtalk_stream.handler"):
+                sdk = logging.getLogger(name)
+                assert sdk.propagate
+                assert sdk.level == logging.ERROR
+                assert not [h for h in sdk.handlers if isinstance(h, logging.StreamHandler)]

@@ -8,6 +8,12 @@ only declares the parsers; the handlers live in ``views`` and ``actions``.
 
 from __future__ import annotations
 
+import argparse
+import functools
+from collections.abc import Callable
+from importlib import import_module
+from typing import cast
+
 from bot.cli.operator.runner import add_leaf, positive
 from bot.cli.options import Subcommands
 
@@ -64,6 +70,37 @@ def _add_pairing(commands: Subcommands) -> None:
 
 
 def _add_store(commands: Subcommands) -> None:
-    store = commands.add_parser("store", help="migrate the store's schema")
+    store = commands.add_parser("store", help="migrate the store's schema, or copy it")
     actions = store.add_subparsers(dest="action", required=True, metavar="ACTION")
     add_leaf(actions, "migrate", "apply the store's pending migrations", f"{STORAGE}:store_migrate")
+    copy = add_leaf(
+        actions,
+        "copy",
+        "copy a SQLite store (and its agent checkpoints) into an empty PostgreSQL one",
+        f"{STORAGE}:store_copy_main",
+    )
+    copy.add_argument(
+        "--from",
+        dest="source",
+        metavar="URL",
+        help="sqlite:///PATH, a file or a state_dir (default with -c: the config's SQLite state)",
+    )
+    copy.add_argument(
+        "--to",
+        dest="target",
+        metavar="URL",
+        help="postgresql://USER:PASSWORD@HOST:PORT/DATABASE (default with -c: store.url)",
+    )
+    copy.add_argument(
+        "--schema", help="the target's schema (default: store.schema with -c, else switchboard)"
+    )
+    # Without -c, --from and --to say everything: no config file is needed.
+    copy.set_defaults(handler=functools.partial(run_without_config, f"{STORAGE}:store_copy_main"))
+
+
+def run_without_config(handler_path: str, args: argparse.Namespace) -> int:
+    """Run ``handler_path`` (``"module:function"`` taking the parsed arguments), imported only
+    now; it reads a config file itself when it needs one."""
+    module_name, _, name = handler_path.partition(":")
+    handler = cast(Callable[[argparse.Namespace], int], getattr(import_module(module_name), name))
+    return handler(args)

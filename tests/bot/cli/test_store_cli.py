@@ -1,9 +1,11 @@
 """The store as an operator configures it (design §11, §13): ``store migrate`` on SQLite and
 PostgreSQL, a malformed ``store.url`` (exit 78) and an unreachable server (exit 75) named
-without the password, and a conversation through ``switchboard chat`` kept in PostgreSQL."""
+without the password, a conversation through ``switchboard chat`` kept in PostgreSQL, and
+``store copy`` moving a SQLite installation into PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from bot.ops.instance_lock import InstanceLock
 from tests.bot.cli.test_cli import EXAMPLE, _env, _switchboard
 from tests.postgres import fresh_schema, require_postgres
 
@@ -91,3 +94,64 @@ async def test_a_chat_runs_on_a_postgres_store(tmp_path: Path, pg: tuple[str, st
     assert state.is_dir()  # workspaces stay local
     assert not (state / "switchboard.db").exists()
     assert not (state / "agent.db").exists()
+
+
+def test_store_copy_moves_a_sqlite_installation_into_postgres(
+    tmp_path: Path, pg: tuple[str, str]
+) -> None:
+    url, schema = pg
+    state = tmp_path / "state"
+    env = _env(state)
+    sqlite_config = _config(tmp_path, "{}")
+    chatted = _switchboard("chat", "-c", str(sqlite_config), "-m", "hello sqlite", env=env)
+    assert chatted.returncode == 0, chatted.stderr
+    assert (state / "agent.db").is_file()
+
+    copied = _switchboard("store", "copy", "-c", str(sqlite_config), "--to", url,
+                          "--schema", schema, "--json", env=env)  # fmt: skip
+    assert copied.returncode == 0, copied.stderr
+    report = json.loads(copied.stdout)
+    assert report["tables"]["inbound"] == 1
+    assert report["tables"]["conversations"] == 1
+    assert report["checkpoints"]["threads"] == 1
+    assert report["checkpoints"]["checkpoints"] >= 1
+    assert report["to"].endswith(f"(schema {schema})")
+
+    again = _switchboard("store", "copy", "--from", f"sqlite://{state / 'switchboard.db'}",
+                         "--to", url, "--schema", schema, env=env)  # fmt: skip
+    assert again.returncode == 1
+    assert "not empty" in again.stderr
+
+    pg_config = tmp_path / "pg.yaml"
+    pg_config.write_text(
+        f"config_version: 1\nstate_dir: {tmp_path / 'pg-state'}\nhttp: {{enabled: false}}\n"
+        f"store: {{url: '{url}', schema: {schema}}}\n"
+    )
+    audit = _switchboard("audit", "-c", str(pg_config), "--json", env=env)
+    assert audit.returncode == 0, audit.stderr
+    assert '"action": "store copy"' in audit.stdout
+    conversations = _switchboard("conversations", "-c", str(pg_config), "--json", env=env)
+    assert conversations.returncode == 0, conversations.stderr
+    assert '"console"' in conversations.stdout
+
+
+def test_store_copy_refuses_a_running_daemon_and_hides_the_password(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    env = _env(state)
+    config = _config(tmp_path, "{}")
+    assert _switchboard("store", "migrate", "-c", str(config), env=env).returncode == 0
+    target = "postgresql://bot:hunter2@127.0.0.1:9/switchboard"
+
+    with InstanceLock(state):
+        locked = _switchboard("store", "copy", "--from", str(state), "--to", target, env=env)
+    assert locked.returncode == 1
+    assert "daemon" in locked.stderr
+
+    unreachable = _switchboard("store", "copy", "--from", str(state), "--to", target, env=env)
+    assert unreachable.returncode == 1
+    assert "127.0.0.1:9" in unreachable.stderr
+    assert "hunter2" not in unreachable.stderr + unreachable.stdout
+
+    missing = _switchboard("store", "copy", "--to", target, env=env)
+    assert missing.returncode == 1
+    assert "--from is required" in missing.stderr
