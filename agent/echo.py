@@ -30,7 +30,7 @@ OFFLINE_PREFIX = "(offline echo — no model configured)"
 
 class EchoBackend:
     def __init__(self, settings: Settings) -> None:
-        self._state_dir = settings.state_dir
+        self._workspace_dir = settings.workspace_root
 
     @property
     def description(self) -> str:
@@ -68,7 +68,7 @@ class EchoBackend:
 
     async def _write_file(self, thread_id: str, spec: str) -> AsyncGenerator[AgentEvent, None]:
         name, _, content = (part.strip() for part in spec.partition("|"))
-        workspace = ThreadWorkspace.for_thread(self._state_dir, thread_id)
+        workspace = ThreadWorkspace.for_thread(self._workspace_dir, thread_id)
         workspace.create()
         try:
             path = workspace.resolve(safe_file_name(name or "echo.txt"))

@@ -33,7 +33,7 @@ from typing_extensions import override
 from agent.checkpoints import checkpointer
 from agent.graph import MODEL_NODE, REQUEST_TIMEOUT_S, AgentGraph, build_graph, chat_model
 from agent.tools import PRESENT_TOOL, build_tools
-from bot.config.settings import Settings
+from bot.config.settings import Settings, StoreBackend
 from bot.errors import AgentError
 from bot.lifecycle import StartClose
 from bot.ports import (
@@ -50,6 +50,7 @@ from bot.workspace import PathEscape, ThreadWorkspace
 logger = logging.getLogger(__name__)
 
 RECURSION_LIMIT = 50
+SETTLED_REMEMBERED = 10_000
 _STREAM_MODES: list[StreamMode] = ["messages", "updates"]
 _EXPECTED_ERRORS = (openai.OpenAIError, GraphRecursionError)
 PART_SEPARATOR = "\n\n"
@@ -74,6 +75,12 @@ class EmbeddedBackend(StartClose):
         self._checkpoints: AsyncExitStack | None = None
         self._http: openai.DefaultAsyncHttpxClient | None = None
         self._graph: AgentGraph | None = None
+        self._settled: dict[str, None] = {}
+        """Threads whose last run this process finished: their checkpoint cannot hold a user
+        message left unanswered by a crash, so their next turn skips that check (it reads and
+        decodes the whole thread). Only where this process is the thread's one writer (the
+        SQLite checkpointer); with PostgreSQL another replica may have run it since."""
+        self._sole_writer = settings.store.backend is StoreBackend.SQLITE
 
     @property
     def description(self) -> str:
@@ -96,7 +103,7 @@ class EmbeddedBackend(StartClose):
             timeout_s=self._request_timeout_s,
             http_async_client=self._http,
         )
-        tools = build_tools(self._state_dir)
+        tools = build_tools(self._settings.workspace_root)
         self._graph = build_graph(model, tools, agent.system_prompt, saver)
         logger.info("agent backend started: %s", self.description)
 
@@ -145,15 +152,17 @@ class EmbeddedBackend(StartClose):
 
     async def run(self, thread_id: str, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
         graph = self._require_graph()
-        workspace = _workspace(self._state_dir, thread_id)
+        workspace = _workspace(self._settings.workspace_root, thread_id)
         config: RunnableConfig = {
             "configurable": {"thread_id": thread_id},
             "recursion_limit": RECURSION_LIMIT,
         }
         recorder = _TurnRecorder()
+        settled = thread_id in self._settled
+        self._settled.pop(thread_id, None)  # unsettled until this run finishes
         try:
             await asyncio.to_thread(workspace.create)
-            graph_input = await _graph_input(graph, config, turn, workspace)
+            graph_input = await _graph_input(graph, config, turn, workspace, settled=settled)
             stream = graph.astream(
                 graph_input, config, stream_mode=_STREAM_MODES, durability="sync"
             )
@@ -166,6 +175,10 @@ class EmbeddedBackend(StartClose):
         except Exception as exc:
             logger.exception("agent run failed on thread %s", thread_id)
             raise translate_error(exc) from exc
+        if self._sole_writer:
+            self._settled[thread_id] = None
+            if len(self._settled) > SETTLED_REMEMBERED:
+                del self._settled[next(iter(self._settled))]  # the longest settled
         yield recorder.outcome(workspace)
 
     def _require_graph(self) -> AgentGraph:
@@ -182,14 +195,20 @@ def _workspace(state_dir: Path, thread_id: str) -> ThreadWorkspace:
 
 
 async def _graph_input(
-    graph: AgentGraph, config: RunnableConfig, turn: Turn, workspace: ThreadWorkspace
+    graph: AgentGraph,
+    config: RunnableConfig,
+    turn: Turn,
+    workspace: ThreadWorkspace,
+    *,
+    settled: bool = False,
 ) -> Command[Any] | MessagesState | None:
     """Resume the pending question with the answer, or add the turn as a user message.
 
     An answer for a thread with nothing pending (answered twice, or lost) is treated as an
     ordinary message rather than failing the turn. A turn re-run after a crash finds its
     message already checkpointed, unanswered: the run continues from there (``None``)
-    instead of showing the model the same message twice.
+    instead of showing the model the same message twice. A ``settled`` thread (its last run
+    finished in this process) cannot hold one, and is not read for it.
     """
     if turn.resume_answer is not None:
         pending = (await graph.aget_state(config)).interrupts
@@ -202,7 +221,7 @@ async def _graph_input(
     else:
         text = turn.text
     content = turn_message(text, turn, workspace)
-    if await _holds_unanswered(graph, config, content):
+    if not settled and await _holds_unanswered(graph, config, content):
         logger.info("the thread already holds this message unanswered; continuing from it")
         return None
     return {"messages": [HumanMessage(content=content)]}

@@ -17,11 +17,11 @@ losing events; a turn that ends with the run stopped or failed raises ``AgentErr
 again empty instead of failing every later turn of that conversation.
 
 Files: ``present_files`` names paths on the server's disk. They are delivered only when the
-server shares this daemon's ``state_dir`` (``langgraph dev`` on this machine with
-``SWITCHBOARD_STATE_DIR`` pointing at it) and the file exists under
-``state_dir/threads/<thread>/outputs``; otherwise the final text names them instead.
+server shares this daemon's ``workspace_dir`` (default ``state_dir``; ``langgraph dev`` on this
+machine with ``SWITCHBOARD_STATE_DIR`` pointing at it) and the file exists under
+``workspace_dir/threads/<thread>/outputs``; otherwise the final text names them instead.
 Uploads are saved locally by the router and named in the user message the same way the embedded
-backend does; the server can read them only if it shares ``state_dir`` too.
+backend does; the server can read them only if it shares ``workspace_dir`` too.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class RemoteBackend(StartClose):
         self._url = remote.url.rstrip("/")
         self._assistant_id = remote.assistant_id
         self._api_key = remote.api_key.get_secret_value() if remote.api_key else None
-        self._state_dir = settings.state_dir
+        self._workspace_dir = settings.workspace_root
         self._connect_retries = connect_retries
         self._cancel_timeout_s = cancel_timeout_s
         self._client: LangGraphClient | None = None
@@ -289,7 +289,7 @@ class RemoteBackend(StartClose):
 
     def _workspace(self, thread_id: str) -> ThreadWorkspace:
         try:
-            return ThreadWorkspace.for_thread(self._state_dir, thread_id)
+            return ThreadWorkspace.for_thread(self._workspace_dir, thread_id)
         except PathEscape as exc:
             raise AgentError(
                 "This conversation's thread id is not usable.", detail=str(exc)

@@ -1,38 +1,43 @@
-"""Throughput and latency of Switchboard's Telegram path against a raw PTB echo bot (design §16).
+"""Throughput, latency and CPU per turn of Switchboard's Telegram path as users get it (§16).
 
-Both bots run in this process, one after the other, against the same ``FakeTelegram`` under
-the same closed-loop load: N chats, each sending its next message as soon as the answer to the
-previous one arrived, M messages per chat. The fake and the load driver live in a child
-process, as Telegram is remote in production: a fake on a thread of the bot's own process
-would compete with the bot for the GIL and charge its cost to whichever bot has more threads.
-Latency is measured from the moment an update is available on the fake (pushed) to the moment
-the fake recorded the ``sendMessage`` that answers it (both on the system's monotonic clock,
-which the two processes share).
+The bots run in this process, one after the other, against the same ``FakeTelegram`` under the
+same closed-loop load: N chats, each sending its next message as soon as the answer to the
+previous one arrived, M messages per chat. The fake, the load driver and the fake model live in
+a child process, as Telegram and the model are remote in production: a fake on a thread of the
+bot's own process would compete with the bot for the GIL and charge its cost to whichever bot
+has more threads. Latency is measured from the moment an update is available on the fake
+(pushed) to the moment the fake recorded the ``sendMessage`` (or the ``editMessageText`` that
+finishes a streamed placeholder) that answers it (both on the system's monotonic clock, which
+the two processes share). CPU per turn is this process's CPU time (all threads) over the
+measured load, divided by the turns; the fakes' CPU is not in it.
 
-- raw: the minimal python-telegram-bot echo bot (Application + Updater + MessageHandler).
+- raw: the minimal python-telegram-bot echo bot (Application + Updater + MessageHandler); it
+  calls no model, so it is the floor of the stack, not of a model's latency.
 - switchboard: the whole daemon — the Telegram adapter, journal and dedupe in SQLite on disk,
-  router, lanes, outbox in SQLite — with an agent that answers instantly.
+  router, lanes, outbox in SQLite — with ``--agent embedded`` (default) the real embedded
+  LangGraph agent with its SQLite checkpoints, against a fake OpenAI-compatible model that
+  echoes after ``--model-latency`` seconds; with ``--agent instant`` an in-process agent that
+  answers at once (the stack's own cost, no agent).
 
-``--pacing off`` (default) removes the adapter's per-chat/global send pacing, which exists for
-Telegram's flood limits and would otherwise dominate (1 msg/s per chat by design); the fake
-has no flood limits, so this measures the stack's own cost. ``--pacing telegram`` keeps it.
+``--pacing both`` (default) runs Switchboard with the shipped pacing (the adapter's Telegram
+limits) and with pacing off, each round; ``shipped`` or ``off`` runs one. Ratios: to the raw bot
+(throughput), and to the physical limit of a closed loop on the model (chats ÷ model latency).
 
-Both bots run ``--rounds`` times, alternating, each Switchboard round on a fresh state
-directory; the figures are the medians over rounds (this machine's speed drifts between runs),
-and the ratio of each round is listed too.
+Each bot runs ``--rounds`` times, alternating, each Switchboard round on a fresh state
+directory; the figures are the medians over rounds (this machine's speed drifts between runs).
+A lost, duplicated or reordered answer fails the run.
 
-With two CPUs or more, the bot under test is pinned to one CPU and the fake with its load to
-another (``--no-pin`` turns that off), the usual way to keep a load generator from stealing
-the measured process's CPU. It matters for Switchboard more than for the raw bot: unpinned,
-the daemon's event loop and aiosqlite's worker thread hand the GIL to each other across CPUs
-for every store statement, which costs more than the statement; both bots get the same one
-CPU. Prints one JSON line.
+With two CPUs or more, the bot under test is pinned to one CPU and the fakes with the load to
+another (``--no-pin`` turns that off). ``--profile PATH`` runs one more Switchboard round (the
+first pacing mode) under pyinstrument and writes its profile of the daemon's event-loop thread
+(``.html``, ``.pyisession`` for ``pyinstrument --load``, or text). Prints one JSON line.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -41,7 +46,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,9 +67,36 @@ RAW_CHATS_FROM = 1
 OURS_CHATS_FROM = 500_001
 
 
-async def measure(platform: Platform, chats: list[int], messages: int) -> Measured:
+async def measure(
+    platform: Platform, chats: list[int], messages: int, profile: Path | None = None
+) -> Measured:
     await asyncio.to_thread(platform.drive, chats, 1, "w")  # warm-up: connections, threads
-    return await asyncio.to_thread(platform.drive, chats, messages, "m")
+    with _profiling(profile):
+        cpu = time.process_time()
+        measured = await asyncio.to_thread(platform.drive, chats, messages, "m")
+        return replace(measured, cpu_s=time.process_time() - cpu)
+
+
+@contextlib.contextmanager
+def _profiling(path: Path | None) -> Iterator[None]:
+    """Sample this thread (the daemon's event loop) with pyinstrument while the load runs."""
+    if path is None:
+        yield
+        return
+    from pyinstrument import Profiler  # noqa: PLC0415 - a dev extra, only for --profile
+
+    profiler = Profiler(interval=0.0005, async_mode="disabled")
+    profiler.start()
+    try:
+        yield
+    finally:
+        profiler.stop()
+        if path.suffix == ".pyisession" and profiler.last_session is not None:
+            profiler.last_session.save(str(path))  # for `pyinstrument --load`
+        elif path.suffix == ".html":
+            path.write_text(profiler.output_html())
+        else:
+            path.write_text(profiler.output_text())
 
 
 # --------------------------------------------------------------------------- raw PTB bot
@@ -121,17 +154,18 @@ class InstantAgent:
         yield FinalAnswer(text=f"echo: {turn.text}")
 
 
-async def run_switchboard(
-    platform: Platform, chats: list[int], messages: int, state_dir: Path, *, pacing: bool
-) -> Measured:
+async def run_switchboard(  # noqa: PLR0913 - the benchmark's knobs
+    platform: Platform, chats: list[int], messages: int, state_dir: Path, *, pacing: bool,
+    instant: bool, profile: Path | None = None,
+) -> Measured:  # fmt: skip
     settings = Settings.model_validate(settings_data(platform.api, state_dir))
     channel = telegram_channel(settings, pacing=pacing)
-    daemon = Daemon(settings, DaemonOptions(overrides=Overrides(
-        channels=[channel], agent=InstantAgent())))  # fmt: skip
+    agent = InstantAgent() if instant else None
+    daemon = Daemon(settings, DaemonOptions(overrides=Overrides(channels=[channel], agent=agent)))
     task = asyncio.create_task(daemon.run(), name="bench-daemon")
     await daemon.ready.wait()
     try:
-        return await measure(platform, chats, messages)
+        return await measure(platform, chats, messages, profile)
     finally:
         daemon.request_stop()
         await task
@@ -156,60 +190,101 @@ def _median(runs: list[dict[str, float]]) -> dict[str, float]:
     return {name: round(statistics.median(run[name] for run in runs), 2) for name in runs[0]}
 
 
-def main() -> None:
+def _ranges(runs: list[dict[str, float]]) -> dict[str, list[float]]:
+    return {name: [min(run[name] for run in runs), max(run[name] for run in runs)]
+            for name in ("messages_per_s", "p50_ms", "cpu_ms_per_turn")}  # fmt: skip
+
+
+PACINGS = {"both": ("shipped", "off"), "shipped": ("shipped",), "off": ("off",),
+           "telegram": ("shipped",)}  # fmt: skip
+
+
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chats", type=int, default=20)
     parser.add_argument("--messages", type=int, default=25, help="per chat")
-    parser.add_argument("--pacing", choices=("off", "telegram"), default="off")
+    parser.add_argument("--agent", choices=("embedded", "instant"), default="embedded")
+    parser.add_argument(
+        "--model-latency", type=float, default=0.0, metavar="S",
+        help="seconds the fake model takes per answer (embedded agent)",
+    )  # fmt: skip
+    parser.add_argument("--pacing", choices=tuple(PACINGS), default="both")
     parser.add_argument(
         "--rounds", type=int, default=3, help="alternating runs of each bot; medians reported"
     )
+    parser.add_argument("--raw", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run the raw PTB echo bot (default: yes)")  # fmt: skip
     parser.add_argument(
         "--pin",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="bot and fake on separate CPUs (default: yes, given two CPUs)",
+        help="bot and fakes on separate CPUs (default: yes, given two CPUs)",
     )
-    args = parser.parse_args()
+    parser.add_argument("--profile", type=Path, metavar="PATH",
+                        help="write a pyinstrument profile of one more round here")  # fmt: skip
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = _arguments()
     logging.basicConfig(level=logging.ERROR)
-    pacing = args.pacing == "telegram"
+    instant = args.agent == "instant"
+    modes = PACINGS[args.pacing]
     cpus = _cpus(pin=args.pin)
     if cpus is not None:
         os.sched_setaffinity(0, {cpus[0]})
     raw_runs: list[dict[str, float]] = []
-    ours_runs: list[dict[str, float]] = []
+    ours_runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
     platform_cpu = None if cpus is None else cpus[1]
-    with Platform(cpu=platform_cpu) as platform, tempfile.TemporaryDirectory() as state:
-        baseline = after_raw = _peak_rss_mb()
+    model = None if instant else args.model_latency
+    offset = 0
+
+    def next_chats(base: int) -> list[int]:
+        nonlocal offset
+        offset += args.chats
+        return list(range(base + offset, base + offset + args.chats))
+
+    with Platform(cpu=platform_cpu, model_latency_s=model) as platform, \
+            tempfile.TemporaryDirectory() as state:  # fmt: skip
+        baseline = _peak_rss_mb()
         for index in range(args.rounds):
-            first = index * args.chats
-            raw_chats = list(range(RAW_CHATS_FROM + first, RAW_CHATS_FROM + first + args.chats))
-            raw = asyncio.run(run_raw(platform, raw_chats, args.messages))
-            raw_runs.append(raw.summary())
-            after_raw = after_raw if index else _peak_rss_mb()
-            ours_chats = list(range(OURS_CHATS_FROM + first, OURS_CHATS_FROM + first + args.chats))
-            state_dir = Path(state) / f"round-{index}"
-            ours = asyncio.run(
-                run_switchboard(platform, ours_chats, args.messages, state_dir, pacing=pacing)
-            )
-            ours_runs.append(ours.summary())
-        after_ours = _peak_rss_mb()
-    raw_s, ours_s = _median(raw_runs), _median(ours_runs)
-    per_round = [
-        round(o["messages_per_s"] / r["messages_per_s"], 3)
-        for r, o in zip(raw_runs, ours_runs, strict=True)
-    ]
+            if args.raw:
+                raw = asyncio.run(run_raw(platform, next_chats(RAW_CHATS_FROM), args.messages))
+                raw_runs.append(raw.summary())
+            for mode in modes:
+                state_dir = Path(state) / f"round-{index}-{mode}"
+                ours = asyncio.run(run_switchboard(
+                    platform, next_chats(OURS_CHATS_FROM), args.messages, state_dir,
+                    pacing=mode == "shipped", instant=instant))  # fmt: skip
+                ours_runs[mode].append(ours.summary())
+        if args.profile is not None:
+            asyncio.run(run_switchboard(
+                platform, next_chats(OURS_CHATS_FROM), args.messages, Path(state) / "profile",
+                pacing=modes[0] == "shipped", instant=instant, profile=args.profile))  # fmt: skip
+        peak = _peak_rss_mb()
+    limit = args.chats / args.model_latency if args.model_latency > 0 and not instant else None
+    raw_s = _median(raw_runs) if raw_runs else None
+    report: dict[str, object] = {}
+    for mode, runs in ours_runs.items():
+        median = _median(runs)
+        entry: dict[str, object] = {**median, "range": _ranges(runs)}
+        if raw_s is not None:
+            entry["ratio_to_raw"] = round(median["messages_per_s"] / raw_s["messages_per_s"], 3)
+            entry["ratio_to_raw_per_round"] = [
+                round(o["messages_per_s"] / r["messages_per_s"], 3)
+                for r, o in zip(raw_runs, runs, strict=True)
+            ]
+        if limit is not None:
+            entry["ratio_to_limit"] = round(median["messages_per_s"] / limit, 3)
+        report[mode] = entry
     result = {
         "bench": "telegram_throughput", "chats": args.chats, "messages_per_chat": args.messages,
-        "pacing": args.pacing, "durability": "sqlite", "rounds": args.rounds,
+        "agent": args.agent, "model_latency_s": None if instant else args.model_latency,
+        "durability": "sqlite", "rounds": args.rounds,
         "cpus": None if cpus is None else {"bot": cpus[0], "platform": cpus[1]},
-        "raw_ptb_echo": raw_s, "switchboard": ours_s,
-        "throughput_ratio": round(ours_s["messages_per_s"] / raw_s["messages_per_s"], 3),
-        "throughput_ratio_per_round": per_round,
-        "added_p50_ms": round(ours_s["p50_ms"] - raw_s["p50_ms"], 2),
-        "added_p99_ms": round(ours_s["p99_ms"] - raw_s["p99_ms"], 2),
-        "peak_rss_mb": {"before": baseline, "after_raw": after_raw, "after_switchboard":
-                        after_ours},
+        "limit_messages_per_s": limit, "raw_ptb_echo": raw_s, "switchboard": report,
+        "peak_rss_mb": {"before": baseline, "after": peak},
+        "profile": None if args.profile is None else str(args.profile),
     }  # fmt: skip
     print(json.dumps(result))
 

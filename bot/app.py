@@ -27,10 +27,12 @@ from bot.hub import ChannelHub
 from bot.kernel import Kernel, build_kernel
 from bot.ops.http import HttpServer, RouteTable
 from bot.ops.instance_lock import InstanceLock
-from bot.ops.kernel_tasks import KernelTasks
+from bot.ops.kernel_tasks import KernelTasks, Loop
 from bot.ops.readiness import Readiness
 from bot.ops.reload import Reloader
+from bot.ops.replica import ReplicaHeartbeat, identify
 from bot.ops.sdnotify import SystemdNotifier, announce_channels
+from bot.ops.shared_storage import warn_unless_shared
 from bot.ops.supervision import ChannelFactory, Fleet, SupervisionPolicy
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
 from bot.registry import EdgeKind, load, store_for
@@ -72,6 +74,8 @@ class Daemon:
         self.exit_status = EXIT_OK
         """What ``run`` returns: 0 for a clean stop, 75 when a kernel loop died."""
         self.http: HttpServer | None = None
+        self.heartbeat: ReplicaHeartbeat | None = None
+        """This daemon among the store's replicas, once the store is open (design §11)."""
         self.fleet: Fleet | None = None
         self._factories: dict[str, ChannelFactory] = {}
         self._routes: RouteTable | None = None
@@ -117,6 +121,8 @@ class Daemon:
     async def _run_locked(self) -> int:
         async with AsyncExitStack() as stack:
             store = await self._open_store(stack)
+            heartbeat = await self._register_replica(stack, store)
+            await warn_unless_shared(self.settings)
             agent = await self._open_agent(stack)
             routes = self._routes = RouteTable()
             hub = ChannelHub(store.settings)
@@ -128,7 +134,9 @@ class Daemon:
             for build in self._factories.values():
                 kernel.add_channel(build())
             readiness = Readiness(store, kernel.hub, self.kernel_tasks)
-            self.http = HttpServer(self.settings.http, readiness, kernel.counters, routes)
+            self.http = HttpServer(
+                self.settings.http, readiness, kernel.counters, routes, heartbeat.replica
+            )
             await self.http.start()
             stack.push_async_callback(self.http.aclose)
             await kernel.prepare()
@@ -147,6 +155,17 @@ class Daemon:
             raise StoreError(f"store.url ({self.settings.store.redacted_url()}): {exc}") from exc
         stack.push_async_callback(store.aclose)
         return store
+
+    async def _register_replica(self, stack: AsyncExitStack, store: Store) -> ReplicaHeartbeat:
+        """Register in the store's replicas (deregistered when the stack closes, before the
+        store); the kernel task ``replica`` keeps the heartbeat fresh."""
+        replica = await identify(self.settings)
+        heartbeat = self.heartbeat = ReplicaHeartbeat(
+            store.replicas, replica, expiry_s=self.settings.daemon.replica_expiry_s
+        )
+        await heartbeat.register()
+        stack.push_async_callback(heartbeat.deregister)
+        return heartbeat
 
     async def _open_agent(self, stack: AsyncExitStack) -> AgentBackend:
         agent = self.options.overrides.agent
@@ -218,6 +237,7 @@ class Daemon:
             ("router", kernel.router.run),
             ("outbox", kernel.outbox.run),
             ("housekeeping", kernel.housekeeping.run),
+            *self._replica_loop(),
             *kernel.recovery_loops(),
         ):
             tasks.start(name, loop)
@@ -238,6 +258,9 @@ class Daemon:
         with self._signals(reloader):
             finished = await self._wait_for_stop(kernel)
             await self._shutdown(kernel, [announce], drain_bus=finished)
+
+    def _replica_loop(self) -> list[tuple[str, Loop]]:
+        return [] if self.heartbeat is None else [("replica", self.heartbeat.run)]
 
     async def _wait_for_stop(self, kernel: Kernel) -> bool:
         """Wait for a stop request or for every channel's input to end; ``True`` for the latter."""

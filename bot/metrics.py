@@ -73,6 +73,12 @@ class Counters:
             ["channel"],
             registry=self.registry,
         )
+        self.replica_info = Gauge(
+            "switchboard_replica_info",
+            "1 for this daemon: its replica id and store backend (design §11).",
+            ["replica", "backend"],
+            registry=self.registry,
+        )
         self.reconnects = Counter(
             "switchboard_channel_reconnects",
             "Times a channel lost its connection and reconnected.",

@@ -168,3 +168,21 @@ class AuditEntry:
     actor: str
     action: str
     detail: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replica:
+    """A daemon process on the store (design §11): who it is and when it last said so.
+
+    ``id`` is stable for the process (``<hostname>-<pid>-<random>``, or ``daemon.replica_id``);
+    a replica is live while ``heartbeat_at`` is younger than ``daemon.replica_expiry_s``.
+    ``backend`` is the store it runs on (``sqlite`` / ``postgres``).
+    """
+
+    id: str
+    host: str
+    pid: int
+    version: str
+    backend: str
+    started_at: datetime
+    heartbeat_at: datetime

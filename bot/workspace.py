@@ -1,7 +1,9 @@
-"""Per-thread workspaces: ``state_dir/threads/<thread_id>/{uploads,outputs}`` (design §6).
+"""Per-thread workspaces: ``<workspace_dir>/threads/<thread_id>/{uploads,outputs}`` (design §6).
 
-The router saves inbound attachments into ``uploads/``; the agent's file tools and
-``present_files`` are confined to the workspace. Both sides use this one definition.
+``workspace_dir`` defaults to ``state_dir`` (``Settings.workspace_root``); several replicas on
+one PostgreSQL store need it on shared storage (design §11). The router saves inbound
+attachments into ``uploads/``; the agent's file tools and ``present_files`` are confined to the
+workspace. Both sides use this one definition.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ class ThreadWorkspace:
     root: Path
 
     @classmethod
-    def for_thread(cls, state_dir: Path, thread_id: str) -> ThreadWorkspace:
+    def for_thread(cls, workspace_dir: Path, thread_id: str) -> ThreadWorkspace:
+        """The thread's workspace under ``workspace_dir`` (``Settings.workspace_root``)."""
         if not _SAFE_THREAD_ID.match(thread_id) or thread_id in {".", ".."}:
             raise PathEscape(f"thread id {thread_id!r} is not usable as a directory name")
-        return cls(root=_resolved(state_dir) / "threads" / thread_id)
+        return cls(root=_resolved(workspace_dir) / "threads" / thread_id)
 
     @property
     def uploads(self) -> Path:
@@ -60,9 +63,9 @@ class ThreadWorkspace:
 
 
 @lru_cache(maxsize=8)
-def _resolved(state_dir: Path) -> Path:
-    """``state_dir`` made absolute once, not on every turn (it is one directory per daemon)."""
-    return state_dir.resolve()
+def _resolved(workspace_dir: Path) -> Path:
+    """``workspace_dir`` made absolute once, not on every turn (one directory per daemon)."""
+    return workspace_dir.resolve()
 
 
 def safe_file_name(name: str, *, fallback: str = "file") -> str:

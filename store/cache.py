@@ -20,6 +20,8 @@ CACHE_SIZE: Final = 10_000
 
 OTHER_WRITERS_CHECK_S: Final = 1.0
 """How often ``generation`` asks the database whether another process committed something."""
+LISTENING_CHECK_S: Final = 60.0
+"""How often it still asks while notifications (PostgreSQL's NOTIFY) say when to: a safety net."""
 
 
 class Generations(Protocol):
@@ -35,19 +37,42 @@ class OtherWriters:
     ``data_version``, PostgreSQL's count of other writers' changes. It is asked at most once per
     ``check_s``, so another process's change reaches the caches within about that long, at the
     cost of one query per interval at most. The first answer is the baseline.
+
+    A store told of other writers' commits as they happen (PostgreSQL's LISTEN) calls
+    ``nudge`` on each, so the next ``generation`` asks at once; while ``listening`` it asks by
+    itself only every ``LISTENING_CHECK_S`` (or ``check_s``, if longer), as a safety net.
+    Going in or out of listening nudges too: notifications may have been missed meanwhile.
     """
 
-    __slots__ = ("_check_s", "_checked_at", "_generation", "_seen")
+    __slots__ = ("_check_s", "_checked_at", "_generation", "_listening", "_seen")
 
     def __init__(self, check_s: float = OTHER_WRITERS_CHECK_S) -> None:
         self._check_s = check_s
         self._checked_at = -math.inf
         self._seen: object = None
         self._generation = 0
+        self._listening = False
+
+    @property
+    def check_s(self) -> float:
+        return self._check_s
+
+    @property
+    def listening(self) -> bool:
+        return self._listening
+
+    def set_listening(self, listening: bool) -> None:  # noqa: FBT001 - a state, not an option
+        self._listening = listening
+        self.nudge()
+
+    def nudge(self) -> None:
+        """Someone else committed a change: the next ``generation`` asks the database."""
+        self._checked_at = -math.inf
 
     async def generation(self, probe: Callable[[], Awaitable[object]]) -> int:
         now = time.monotonic()
-        if now - self._checked_at >= self._check_s:
+        interval = max(self._check_s, LISTENING_CHECK_S) if self._listening else self._check_s
+        if now - self._checked_at >= interval:
             self._checked_at = now
             seen = await probe()
             if seen != self._seen:

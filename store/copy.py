@@ -40,8 +40,9 @@ from store.postgres.db import PgDatabase
 from store.postgres.schema import DEFAULT_SCHEMA, apply_migrations
 from store.schema import latest_version
 
-SOURCE_ONLY: Final = frozenset({"write_probe"})
-"""SQLite tables that are not data (the ``/readyz`` write probe) and are not copied."""
+SOURCE_ONLY: Final = frozenset({"write_probe", "replicas"})
+"""SQLite tables that are not data (the ``/readyz`` write probe, the replicas that ran on the
+file) and are not copied."""
 COPY_FIRST: Final = ("outbox",)
 """Copied before the rest: ``delivery_attempts`` references it, and a reply's ``finishes``
 trigger must find the journal still empty (see the module's docstring)."""

@@ -31,6 +31,7 @@ from bot.records import (
     OutboxRow,
     OutboxState,
     PairingRequest,
+    Replica,
     UserAccess,
     UserStatus,
 )
@@ -250,4 +251,16 @@ def audit_entry(cols: Columns) -> AuditEntry:
         actor=cols.text("actor"),
         action=cols.text("action"),
         detail=cols.text("detail"),
+    )
+
+
+def replica(cols: Columns) -> Replica:
+    return Replica(
+        id=cols.text("id"),
+        host=cols.text("host"),
+        pid=cols.integer("pid"),
+        version=cols.text("version"),
+        backend=cols.text("backend"),
+        started_at=cols.at("started_at"),
+        heartbeat_at=cols.at("heartbeat_at"),
     )

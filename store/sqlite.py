@@ -28,6 +28,7 @@ from store.conversations import SqliteConversationStore, SqliteLinkStore
 from store.db import Clock, Database
 from store.inbound import SqliteInboundJournal
 from store.outbox import SqliteOutboxStore
+from store.replicas import SqliteReplicaStore
 from store.schema import migrate, require_current
 
 logger = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ class SqliteStore(StartClose, Store):
         self._access = SqliteAccessStore(self._db)
         self._audit = SqliteAuditLog(self._db)
         self._settings = SqliteSettingsStore(self._db)
+        self._replicas = SqliteReplicaStore(self._db)
 
     @classmethod
     def from_state_dir(cls, state_dir: Path, *, clock: Clock = utc_now) -> SqliteStore:
@@ -171,3 +173,8 @@ class SqliteStore(StartClose, Store):
             logger.warning("store %s is not writable: %s", self.path, exc)
             return False
         return True
+
+    @property
+    @override
+    def replicas(self) -> SqliteReplicaStore:
+        return self._replicas

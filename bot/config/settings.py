@@ -106,6 +106,17 @@ class DaemonSettings(Section):
     inbound_queue_size: int = Field(default=1000, ge=1)
     journal_retention_days: int = Field(default=7, ge=7)
     outbox_max_attempts: int = Field(default=8, ge=1)
+    replica_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._:@-]{1,128}$")
+    """This process's name among the replicas of one store; default
+    ``<hostname>-<pid>-<random>``, new for every start (design §11)."""
+    replica_expiry_s: float = Field(default=15, gt=0)
+    """A replica whose heartbeat is older than this is no longer live."""
+
+    @field_validator("replica_id", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        """``${SWITCHBOARD_REPLICA_ID:-}`` left empty means the default."""
+        return None if isinstance(value, str) and not value.strip() else value
 
 
 class ChannelSettings(Section):
@@ -355,6 +366,20 @@ class Settings(Section):
     daemon: DaemonSettings = DaemonSettings()
     channels: ChannelsSettings = ChannelsSettings()
     store: StoreSettings = StoreSettings()
+    workspace_dir: Path | None = None
+    """Where per-thread workspaces live (``<workspace_dir>/threads/<thread_id>``); default
+    ``state_dir``. Several replicas on one PostgreSQL store need it on shared storage."""
+
+    @field_validator("workspace_dir", mode="before")
+    @classmethod
+    def _blank_is_state_dir(cls, value: object) -> object:
+        """``${SWITCHBOARD_WORKSPACE_DIR:-}`` left empty means ``state_dir``."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def workspace_root(self) -> Path:
+        """The directory holding ``threads/``: ``workspace_dir``, else ``state_dir``."""
+        return self.state_dir if self.workspace_dir is None else self.workspace_dir
 
     @cached_property
     def _policies(self) -> dict[str, ChannelPolicy]:

@@ -17,6 +17,7 @@ from bot.hub import ChannelState
 from bot.metrics import Counters
 from bot.ops.readiness import Readiness
 from bot.ports import WebhookHandler
+from bot.records import Replica
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +50,15 @@ class HttpServer:
         readiness: Readiness,
         counters: Counters,
         routes: RouteTable,
+        replica: Replica | None = None,
     ) -> None:
+        """``replica``: this daemon among the store's replicas, named in ``/healthz``,
+        ``/readyz`` and ``/metrics`` (``switchboard_replica_info``)."""
         self._settings = settings
+        self._identity: dict[str, str] = {}
+        if replica is not None:
+            self._identity = {"replica": replica.id, "backend": replica.backend}
+            counters.replica_info.labels(replica=replica.id, backend=replica.backend).set(1)
         self._readiness = readiness
         self._hub = readiness.hub
         self._store = readiness.store
@@ -97,11 +105,11 @@ class HttpServer:
         return await handler(request)
 
     async def _healthz(self, _request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok"})
+        return web.json_response({"status": "ok", **self._identity})
 
     async def _readyz(self, _request: web.Request) -> web.Response:
         reasons = await self._readiness.reasons()
-        body = {"ready": not reasons, "reasons": reasons}
+        body = {"ready": not reasons, "reasons": reasons, **self._identity}
         return web.Response(
             status=200 if not reasons else 503,
             text=json.dumps(body),

@@ -24,6 +24,8 @@ logger = logging.getLogger(__name__)
 Loop = Callable[[], Coroutine[object, object, None]]
 
 BUSY_BACKOFF = Backoff(base_s=0.2, cap_s=10.0)
+RECANCEL_S = 0.5
+"""How long ``stop`` waits for a cancelled loop before cancelling it again."""
 
 
 class KernelTasks:
@@ -47,10 +49,19 @@ class KernelTasks:
         return [f"kernel task {name}: died" for name in self.dead]
 
     async def stop(self) -> None:
-        """Cancel every loop and wait for them (each logs its own death, if it died)."""
+        """Cancel every loop and wait for them (each logs its own death, if it died).
+
+        A loop still running ``RECANCEL_S`` after its cancellation is cancelled again: a
+        library can swallow one (Python 3.11's ``asyncio.wait_for``, inside psycopg_pool's
+        wait for a connection, when the connection comes at the same moment), and the loop
+        would go on to its next round instead of ending.
+        """
         tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
+        pending = {task for task in tasks if not task.done()}
+        while pending:
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=RECANCEL_S)
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _keep(self, name: str, loop: Loop) -> None:

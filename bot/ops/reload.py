@@ -4,8 +4,8 @@ An invalid new file is rejected with its reason and the running configuration st
 Access lists, policies, scopes, busy policy, timeouts and the log level apply at once,
 because every component reads the current settings through one getter. A changed channel
 block restarts that channel only (a newly enabled one starts, a disabled one stops), and
-parked channels are re-probed. Changes that need a process restart (state_dir, agent
-backend or model, HTTP listener, daemon limits) are reported.
+parked channels are re-probed. Changes that need a process restart (state_dir, workspace_dir,
+agent backend or model, HTTP listener, daemon limits) are reported.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from bot.ports import AuditLog
 
 logger = logging.getLogger(__name__)
 
-RESTART_SECTIONS = ("state_dir", "http", "daemon")
+RESTART_SECTIONS = ("state_dir", "workspace_dir", "http", "daemon")
 
 
 class Reloadable(Protocol):

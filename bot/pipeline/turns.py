@@ -200,8 +200,8 @@ class TurnRunner:
         """The thread's workspace, its directories made on the thread's first turn here."""
         workspace = self._workspaces.get(thread_id)
         if workspace is None:
-            state_dir = self._settings().state_dir
-            workspace = await asyncio.to_thread(_created_workspace, state_dir, thread_id)
+            root = self._settings().workspace_root
+            workspace = await asyncio.to_thread(_created_workspace, root, thread_id)
             if len(self._workspaces) >= WORKSPACES_REMEMBERED:
                 self._workspaces.clear()
             self._workspaces[thread_id] = workspace
@@ -350,10 +350,10 @@ def failure_text(reason: str, reference: str) -> str:
     return f"⚠️ Sorry, I could not finish this reply: {fragment}. (ref `{reference}`)"
 
 
-def _created_workspace(state_dir: Path, thread_id: str) -> ThreadWorkspace:
+def _created_workspace(workspace_dir: Path, thread_id: str) -> ThreadWorkspace:
     """The thread's workspace with its directories made. Both steps touch the disk
-    (``for_thread`` resolves ``state_dir`` on its first use), so this runs off the loop."""
-    workspace = ThreadWorkspace.for_thread(state_dir, thread_id)
+    (``for_thread`` resolves ``workspace_dir`` on its first use), so this runs off the loop."""
+    workspace = ThreadWorkspace.for_thread(workspace_dir, thread_id)
     workspace.create()
     return workspace
 

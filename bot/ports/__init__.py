@@ -39,6 +39,7 @@ from bot.ports.store import (
     InboundJournal,
     LinkStore,
     OutboxStore,
+    ReplicaStore,
     SettingsStore,
     Store,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "OutboxStore",
     "PresentedFile",
     "Publish",
+    "ReplicaStore",
     "SavedUpload",
     "SettingsStore",
     "Store",

@@ -22,6 +22,7 @@ from bot.records import (
     OutboxRow,
     OutboxState,
     PairingRequest,
+    Replica,
     UserAccess,
     UserStatus,
 )
@@ -212,6 +213,29 @@ class SettingsStore(Protocol):
     async def set(self, name: str, value: str | None) -> None: ...
 
 
+class ReplicaStore(Protocol):
+    """The daemons running on this store, each heartbeating its row (design §11)."""
+
+    async def register(self, replica: Replica) -> None:
+        """Record the replica (replacing a row of the same id), as of its ``heartbeat_at``."""
+        ...
+
+    async def heartbeat(self, replica_id: str, at: datetime) -> bool:
+        """Move the replica's ``heartbeat_at`` to ``at``; ``False`` when it has no row (it was
+        deregistered or pruned meanwhile: register it again)."""
+        ...
+
+    async def deregister(self, replica_id: str) -> None: ...
+
+    async def live(self, now: datetime, expiry_s: float) -> list[Replica]:
+        """Replicas whose heartbeat is younger than ``expiry_s`` at ``now``, oldest first."""
+        ...
+
+    async def prune(self, before: datetime) -> int:
+        """Remove replicas whose last heartbeat is older than ``before`` (killed ones)."""
+        ...
+
+
 class Store(Protocol):
     """Durable state; one writer connection, no blocking I/O on the loop (design §11)."""
 
@@ -238,6 +262,9 @@ class Store(Protocol):
 
     @property
     def settings(self) -> SettingsStore: ...
+
+    @property
+    def replicas(self) -> ReplicaStore: ...
 
     async def open(self) -> None:
         """Open (creating and migrating as needed): what the daemon does."""

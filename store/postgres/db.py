@@ -18,10 +18,17 @@ connection pooler in transaction mode cannot keep prepared statements anyway.
 
 psycopg's errors become ``StoreError`` / ``StoreBusy`` here, at the boundary
 (``store.postgres.errors``).
+
+A daemon's store also ``listen``s, on a connection of its own outside the pool, to the channel
+the ``cache_writes`` trigger notifies (``notify_channel``): another replica's ``/allow`` empties
+this one's caches as soon as it commits, instead of at the next periodic check. If that
+connection drops, the periodic check takes over until it is back (``OtherWriters``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -30,15 +37,18 @@ from datetime import datetime
 from typing import Any, Final, TypeVar
 
 import psycopg
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool
 
+from bot.backoff import Backoff
 from bot.errors import StoreError
 from store.cache import OTHER_WRITERS_CHECK_S, OtherWriters
 from store.postgres.errors import store_error
 from store.postgres.server import Server
+
+logger = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 Params = Sequence[object]
@@ -51,6 +61,18 @@ POOL_WAIT_S: Final = 10.0
 """How long a statement waits for a free pooled connection before it is ``StoreBusy``."""
 WRITER_SETTING: Final = "switchboard.writer"
 """The session setting the ``cache_writes`` trigger reads (migration 0001)."""
+LISTEN_APPLICATION: Final = "switchboard-listen"
+"""The ``application_name`` of the listening connection (to tell it apart in
+``pg_stat_activity``)."""
+LISTEN_RETRY: Final = Backoff(base_s=1.0, cap_s=30.0)
+"""How soon a dropped listening connection is made again."""
+CHANNEL_NAME_BYTES: Final = 63
+"""PostgreSQL's longest identifier, and so channel name."""
+
+
+def notify_channel(schema: str) -> str:
+    """The channel the ``cache_writes`` trigger notifies for ``schema`` (migration 0002)."""
+    return f"switchboard_{schema}".encode()[:CHANNEL_NAME_BYTES].decode(errors="ignore")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,10 +136,16 @@ class PgDatabase:
         self._writer = secrets.token_hex(8)
         self._other_writers = OtherWriters(tuning.other_writers_check_s)
         self._pool: AsyncConnectionPool[AsyncConnection[DictRow]] | None = None
+        self._listener: asyncio.Task[None] | None = None
 
     @property
     def is_open(self) -> bool:
         return self._pool is not None
+
+    @property
+    def listening(self) -> bool:
+        """Whether other writers' changes arrive as notifications right now."""
+        return self._other_writers.listening
 
     def now(self) -> datetime:
         return self._clock()
@@ -197,9 +225,60 @@ class PgDatabase:
         )
 
     async def close(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.cancel()
+            await asyncio.gather(listener, return_exceptions=True)
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
+
+    async def listen(self) -> None:
+        """Start listening for other writers' changes (a task this database owns, ended by
+        ``close``); returns once the first attempt has connected or failed."""
+        if self._listener is not None:
+            return
+        attempted = asyncio.Event()
+        self._listener = asyncio.create_task(
+            self._listen(attempted), name=f"store:listen:{self.schema}"
+        )
+        await attempted.wait()
+
+    async def _listen(self, attempted: asyncio.Event) -> None:
+        channel = notify_channel(self.schema)
+        failures = 0
+        while True:
+            try:
+                conn = await AsyncConnection.connect(
+                    self._url,
+                    autocommit=True,
+                    **{**self.server.defaults, "application_name": LISTEN_APPLICATION},
+                )
+                async with conn:
+                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                    self._other_writers.set_listening(True)
+                    attempted.set()
+                    if failures:
+                        logger.info("store %s: listening for other replicas again", self.where)
+                    failures = 0
+                    async for note in conn.notifies():
+                        if note.payload != self._writer:
+                            self._other_writers.nudge()
+            except (psycopg.Error, OSError) as exc:
+                failures += 1
+                if failures == 1:
+                    logger.warning(
+                        "store %s: not listening for other replicas' changes (%s); checking"
+                        " every %.0fs until it is back",
+                        self.where,
+                        self.server.scrub(str(exc)),
+                        self._other_writers.check_s,
+                    )
+            finally:
+                if self._other_writers.listening:
+                    self._other_writers.set_listening(False)
+                attempted.set()
+            await asyncio.sleep(LISTEN_RETRY.delay(max(failures, 1)))
 
     def _open_pool(self) -> AsyncConnectionPool[AsyncConnection[DictRow]]:
         if self._pool is None:

@@ -26,6 +26,7 @@ from store.postgres.conversations import PgConversationStore, PgLinkStore
 from store.postgres.db import LOCK_TIMEOUT_S, Clock, PgDatabase, Tuning
 from store.postgres.inbound import PgInboundJournal
 from store.postgres.outbox import PgOutboxStore
+from store.postgres.replicas import PgReplicaStore
 from store.postgres.schema import DEFAULT_SCHEMA, apply_migrations, latest_version, require_current
 
 logger = logging.getLogger(__name__)
@@ -37,7 +38,9 @@ class PostgresStore(StartClose, Store):
     ``pool_size`` bounds the connections this store holds. ``clock`` stamps rows the store
     creates; give it the clock the rest of the daemon uses. ``lock_timeout_s`` bounds how long
     a statement waits for a row lock before it is ``StoreBusy``; ``other_writers_check_s``
-    how long a cached row (a user's access status) can miss another process's change.
+    how long a cached row (a user's access status) can miss another process's change when
+    nobody tells this store of it: with ``listen`` (the daemon's store, ``from_url``), ``open``
+    also LISTENs for other writers' changes, which then reach the caches as they commit.
     Nothing connects before ``open``; a malformed ``url`` is a ``ConfigError`` at once.
     """
 
@@ -50,7 +53,9 @@ class PostgresStore(StartClose, Store):
         clock: Clock = utc_now,
         lock_timeout_s: float = LOCK_TIMEOUT_S,
         other_writers_check_s: float = OTHER_WRITERS_CHECK_S,
+        listen: bool = False,
     ) -> None:
+        self._listen = listen
         tuning = Tuning(
             pool_size=pool_size,
             lock_timeout_s=lock_timeout_s,
@@ -65,6 +70,7 @@ class PostgresStore(StartClose, Store):
         self._access = PgAccessStore(self._db)
         self._audit = PgAuditLog(self._db)
         self._settings = PgSettingsStore(self._db)
+        self._replicas = PgReplicaStore(self._db)
 
     @classmethod
     def from_url(
@@ -75,8 +81,9 @@ class PostgresStore(StartClose, Store):
         pool_size: int = 5,
         clock: Clock = utc_now,
     ) -> PostgresStore:
-        """The store ``store.url`` / ``store.schema`` / ``store.pool_size`` configure."""
-        return cls(url, schema=schema, pool_size=pool_size, clock=clock)
+        """The store ``store.url`` / ``store.schema`` / ``store.pool_size`` configure; it
+        listens for other replicas' changes once ``open`` (never for ``open_existing``)."""
+        return cls(url, schema=schema, pool_size=pool_size, clock=clock, listen=True)
 
     @property
     def schema(self) -> str:
@@ -139,6 +146,8 @@ class PostgresStore(StartClose, Store):
         if self._db.is_open:
             return
         applied = await self._db.connect(lambda conn: apply_migrations(conn, self._db.schema))
+        if self._listen:
+            await self._db.listen()
         logger.info(
             "store opened: %s, version %d (%d migrations applied)",
             self.describe,
@@ -181,3 +190,8 @@ class PostgresStore(StartClose, Store):
             logger.warning("store %s is not writable: %s", self.describe, exc)
             return False
         return True
+
+    @property
+    @override
+    def replicas(self) -> PgReplicaStore:
+        return self._replicas

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -183,6 +184,44 @@ async def test_a_turn_rerun_after_a_crash_shows_the_model_its_message_once(
     rerun = fake_model.requests[1]
     assert roles(rerun) == ["system", "user"]
     assert rerun.messages[1]["content"] == "what is 6 x 7?"
+
+
+async def test_only_a_thread_whose_last_run_did_not_finish_is_read_for_a_left_message(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The crash re-run check reads and decodes the whole thread; a thread whose last run this
+    process finished cannot need it. One whose run was cancelled still gets it, in-process too:
+    the same text sent again continues from the checkpointed message."""
+    graph = backend._graph
+    assert graph is not None
+    reads: list[object] = []
+    real = graph.aget_state
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(args)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(graph, "aget_state", counted)
+    thread = await backend.create_thread()
+    final(await collect(backend.run(thread, turn("first"))))
+    assert len(reads) == 1  # a thread new to this process is checked
+    final(await collect(backend.run(thread, turn("second"))))
+    assert len(reads) == 1  # settled: not read
+
+    fake_model.script(Hang(), Reply(text="the answer"))
+    task = asyncio.create_task(collect(backend.run(thread, turn("third"))))
+    await received(fake_model, 3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    answer = final(await collect(backend.run(thread, turn("third"))))
+    assert len(reads) == 2  # unsettled by the cancelled run: checked, and found
+    assert answer.text == "the answer"
+    assert [m["content"] for m in fake_model.requests[3].messages if m["role"] == "user"] == [
+        "first",
+        "second",
+        "third",
+    ]
 
 
 async def test_a_run_cancelled_after_a_tool_step_keeps_a_valid_history(

@@ -44,7 +44,11 @@ async def make_store(
     daemon after a restart."""
     if backend == "sqlite":
 
-        def sqlite(*, other_writers_check_s: float = OTHER_WRITERS_CHECK_S) -> SqliteStore:
+        def sqlite(
+            *,
+            other_writers_check_s: float = OTHER_WRITERS_CHECK_S,
+            listen: bool = False,  # PostgreSQL's alone
+        ) -> SqliteStore:
             return SqliteStore(db_path, clock=clock, other_writers_check_s=other_writers_check_s)
 
         yield sqlite
@@ -52,9 +56,15 @@ async def make_store(
     url = require_postgres()
     async with fresh_schema(url) as schema:
 
-        def postgres(*, other_writers_check_s: float = OTHER_WRITERS_CHECK_S) -> PostgresStore:
+        def postgres(
+            *, other_writers_check_s: float = OTHER_WRITERS_CHECK_S, listen: bool = False
+        ) -> PostgresStore:
             return PostgresStore(
-                url, schema=schema, clock=clock, other_writers_check_s=other_writers_check_s
+                url,
+                schema=schema,
+                clock=clock,
+                other_writers_check_s=other_writers_check_s,
+                listen=listen,
             )
 
         yield postgres

@@ -31,9 +31,12 @@ BackendStore = SqliteStore | PostgresStore
 
 
 class StoreFactory(Protocol):
-    """``make_store``: another (unopened) store on the test's SQLite file or PostgreSQL schema."""
+    """``make_store``: another (unopened) store on the test's SQLite file or PostgreSQL schema;
+    ``listen`` makes a PostgreSQL one LISTEN for other writers' changes (as the daemon's)."""
 
-    def __call__(self, *, other_writers_check_s: float = ...) -> BackendStore: ...
+    def __call__(
+        self, *, other_writers_check_s: float = ..., listen: bool = ...
+    ) -> BackendStore: ...
 
 
 class ManualClock:

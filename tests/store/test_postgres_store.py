@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 
 import psycopg
@@ -18,6 +18,7 @@ from psycopg.rows import TupleRow
 from bot.errors import ConfigError, StoreBusy, StoreError
 from bot.records import OutboxState, PairingRequest, UserStatus
 from store.postgres import PostgresStore, migrate
+from store.postgres.db import LISTEN_APPLICATION, PgDatabase, notify_channel
 from store.postgres.schema import latest_version, load_migrations
 from tests.postgres import fresh_schema, require_postgres
 from tests.store.support import (
@@ -45,6 +46,7 @@ TABLES = {
     "audit",
     "settings",
     "write_probe",
+    "replicas",
     "cache_writes",
 }
 Conn = psycopg.AsyncConnection[TupleRow]
@@ -342,3 +344,127 @@ async def test_a_status_another_store_sets_is_seen_but_not_our_own_writes(
         await cli.access.set_status("telegram", "u1", UserStatus.DENIED, by="cli")
         assert await daemon._db.generation() == before + 1
         assert await daemon.access.status("telegram", "u1") is UserStatus.DENIED
+
+
+# --------------------------------------------------------------------------- notifications
+
+
+def _pg(store: BackendStore) -> PgDatabase:
+    assert isinstance(store, PostgresStore)
+    return store._db
+
+
+async def _wait_until(condition: Callable[[], Awaitable[bool]], timeout_s: float = 5.0) -> None:
+    """Return once ``condition`` holds; fail after ``timeout_s`` (a bound, not a pause)."""
+    async with asyncio.timeout(timeout_s):
+        while not await condition():  # noqa: ASYNC110 - the store's state, polled within a bound
+            await asyncio.sleep(0.005)
+
+
+async def _kill_listener(admin: Conn, schema: str) -> int:
+    cursor = await admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        " WHERE application_name = %s AND query = %s",
+        (LISTEN_APPLICATION, f'LISTEN "{notify_channel(schema)}"'),
+    )
+    return len(await cursor.fetchall())
+
+
+async def test_another_stores_change_reaches_a_listening_store_at_once(
+    make_store: StoreFactory,
+) -> None:
+    """NOTIFY, not the periodic check (an hour here), empties a daemon's caches; a store
+    that does not listen keeps its cached value until its own check."""
+    async with (
+        make_store(other_writers_check_s=3600, listen=True) as daemon,
+        make_store(other_writers_check_s=3600) as deaf,
+        make_store() as cli,
+    ):
+        assert _pg(daemon).listening
+        assert not _pg(deaf).listening
+        await daemon.access.set_status("telegram", "u1", UserStatus.APPROVED, by="admin")
+        for store in (daemon, deaf):
+            assert await store.access.status("telegram", "u1") is UserStatus.APPROVED
+        await cli.access.set_status("telegram", "u1", UserStatus.DENIED, by="cli")
+
+        async def daemon_sees_it() -> bool:
+            return await daemon.access.status("telegram", "u1") is UserStatus.DENIED
+
+        await _wait_until(daemon_sees_it, timeout_s=1.0)
+        assert await deaf.access.status("telegram", "u1") is UserStatus.APPROVED  # cached
+
+
+async def test_a_listening_store_is_not_woken_by_its_own_writes(make_store: StoreFactory) -> None:
+    async with (
+        make_store(other_writers_check_s=3600, listen=True) as daemon,
+        make_store() as cli,
+    ):
+        before = await _pg(daemon).generation()
+        await daemon.access.set_status("telegram", "u1", UserStatus.APPROVED, by="admin")
+        await daemon.conversations.bind(key(), "t1")
+        await cli.access.set_status("telegram", "u2", UserStatus.DENIED, by="cli")
+
+        async def bumped() -> bool:
+            return await _pg(daemon).generation() != before
+
+        await _wait_until(bumped, timeout_s=1.0)
+        assert await _pg(daemon).generation() == before + 1
+
+
+async def test_a_dropped_listen_connection_falls_back_to_the_check_and_comes_back(
+    make_store: StoreFactory, url: str, admin: Conn
+) -> None:
+    async with (
+        make_store(other_writers_check_s=0, listen=True) as daemon,
+        make_store() as cli,
+    ):
+        schema = _pg(daemon).schema
+        assert _pg(daemon).listening
+        assert await _kill_listener(admin, schema) == 1
+
+        async def deaf() -> bool:
+            return not _pg(daemon).listening
+
+        await _wait_until(deaf)
+        assert await daemon.access.status("telegram", "u1") is None
+        await cli.access.set_status("telegram", "u1", UserStatus.DENIED, by="cli")
+        # Not listening: the check (every call here) sees it without any notification.
+        assert await daemon.access.status("telegram", "u1") is UserStatus.DENIED
+
+        async def listening() -> bool:
+            return _pg(daemon).listening
+
+        await _wait_until(listening)
+        await cli.access.set_status("telegram", "u1", UserStatus.APPROVED, by="cli")
+
+        async def seen() -> bool:
+            return await daemon.access.status("telegram", "u1") is UserStatus.APPROVED
+
+        await _wait_until(seen, timeout_s=1.0)
+    assert url  # the fixture's server is the one the stores use
+
+
+async def test_closing_a_listening_store_ends_its_listener(make_store: StoreFactory) -> None:
+    daemon = make_store(listen=True)
+    async with daemon:
+        listener = _pg(daemon)._listener
+        assert listener is not None
+        assert not listener.done()
+    assert listener.done()
+    assert _pg(daemon)._listener is None
+    assert not _pg(daemon).listening
+
+
+async def test_the_operator_cli_never_listens(make_store: StoreFactory) -> None:
+    async with make_store(listen=True):
+        cli = make_store(listen=True)
+        await cli.open_existing()
+        try:
+            assert _pg(cli)._listener is None
+        finally:
+            await cli.aclose()
+
+
+def test_the_channel_name_fits_postgresql() -> None:
+    assert notify_channel("switchboard") == "switchboard_switchboard"
+    assert len(notify_channel("s" * 63).encode()) == 63

@@ -27,6 +27,7 @@ TABLES = {
     "audit",
     "settings",
     "write_probe",
+    "replicas",
 }
 
 

@@ -19,6 +19,7 @@ from bot.records import (
     DeliveryAttempt,
     OutboxRow,
     PairingRequest,
+    Replica,
     UserAccess,
 )
 
@@ -223,4 +224,30 @@ def audit_json(entry: AuditEntry) -> JsonObject:
         "actor": entry.actor,
         "action": entry.action,
         "detail": entry.detail,
+    }
+
+
+REPLICA_HEADERS = ("REPLICA", "HOST", "PID", "VERSION", "STARTED", "HEARTBEAT")
+
+
+def replica_cells(replica: Replica) -> list[str]:
+    return [
+        replica.id,
+        replica.host,
+        str(replica.pid),
+        replica.version,
+        when(replica.started_at),
+        when(replica.heartbeat_at),
+    ]
+
+
+def replica_json(replica: Replica) -> JsonObject:
+    return {
+        "id": replica.id,
+        "host": replica.host,
+        "pid": replica.pid,
+        "version": replica.version,
+        "backend": replica.backend,
+        "started_at": iso(replica.started_at),
+        "heartbeat_at": iso(replica.heartbeat_at),
     }

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from bot.cli.operator.output import (
     AUDIT_HEADERS,
     CONVERSATION_HEADERS,
+    REPLICA_HEADERS,
     USER_HEADERS,
     JsonObject,
     audit_cells,
@@ -16,6 +17,8 @@ from bot.cli.operator.output import (
     conversation_cells,
     conversation_json,
     print_json,
+    replica_cells,
+    replica_json,
     table,
     user_cells,
     user_json,
@@ -29,7 +32,7 @@ from bot.exit_codes import EXIT_OK
 from bot.hub import ALL_CHANNELS, pause_setting
 from bot.messages import utc_now
 from bot.ports import Store
-from bot.records import OutboxState
+from bot.records import OutboxState, Replica
 from bot.registry import IMPORT_PATHS, EdgeKind
 
 # --------------------------------------------------------------------------- status
@@ -41,6 +44,8 @@ class StoreFacts:
     outbox: dict[OutboxState, int]
     pairing_requests: int
     paused: tuple[str, ...]
+    replicas: tuple[Replica, ...]
+    """Live daemons on this store (heartbeat younger than ``daemon.replica_expiry_s``)."""
 
     def to_json(self) -> JsonObject:
         return {
@@ -61,11 +66,17 @@ async def status(args: argparse.Namespace, settings: Settings) -> int:
         facts = str(exc)
     if args.json:
         store_json = {"error": facts} if isinstance(facts, str) else facts.to_json()
+        replicas = [] if isinstance(facts, str) else [replica_json(r) for r in facts.replicas]
         print_json(
             {
                 "ready": readiness.ready,
                 "daemon": readiness_json(readiness),
-                "store": {"state_dir": str(settings.state_dir), **store_json},
+                "replicas": replicas,
+                "store": {
+                    "backend": str(settings.store.backend),
+                    "state_dir": str(settings.state_dir),
+                    **store_json,
+                },
             }
         )
     else:
@@ -80,6 +91,7 @@ async def _store_facts(store: Store, settings: Settings) -> StoreFacts:
         outbox=await store.outbox.counts(),
         pairing_requests=len(pairings),
         paused=await _paused(store, settings),
+        replicas=tuple(await store.replicas.live(utc_now(), settings.daemon.replica_expiry_s)),
     )
 
 
@@ -99,6 +111,8 @@ def _print_status(readiness: Readiness, settings: Settings, facts: StoreFacts | 
         daemon = "NOT RUNNING or not reachable"
     lines = [("daemon", daemon), *(("", f"- {reason}") for reason in readiness.reasons)]
     lines.append(("state_dir", str(settings.state_dir)))
+    where = "" if settings.store.url is None else f" ({settings.store.redacted_url()})"
+    lines.append(("backend", f"{settings.store.backend}{where}"))
     if isinstance(facts, str):
         lines.append(("store", facts))
     else:
@@ -109,9 +123,13 @@ def _print_status(readiness: Readiness, settings: Settings, facts: StoreFacts | 
             ("outbox", ", ".join(f"{counts[state]} {state}" for state in OutboxState)),
             ("pairing", f"{facts.pairing_requests} pending request(s)"),
             ("paused", ", ".join(paused) or "none"),
+            ("replicas", f"{len(facts.replicas)} live"),
         ]
     for name, value in lines:
         print(f"{name:<14} {value}")
+    if not isinstance(facts, str) and facts.replicas:
+        cells = [replica_cells(replica) for replica in facts.replicas]
+        print(table(REPLICA_HEADERS, cells, indent="  "))
 
 
 # --------------------------------------------------------------------------- conversations

@@ -306,6 +306,8 @@ async def test_status_of_a_running_daemon(tmp_path: Path) -> None:
     async with running(make_settings(state_dir), [FakeChannel()], FakeAgent()) as daemon:
         await daemon.kernel.hub.set_paused("*", paused=True)
         config = _config(tmp_path, state_dir, _http_port(daemon))
+        assert daemon.daemon.heartbeat is not None
+        replica_id = daemon.daemon.heartbeat.replica.id
         result = await _cli("status", "-c", config, "--json")
         text = await asyncio.to_thread(_run, "status", "-c", config)
     assert result.status == 0, result.err
@@ -314,9 +316,15 @@ async def test_status_of_a_running_daemon(tmp_path: Path) -> None:
     assert status["daemon"]["reasons"] == []
     assert status["store"]["outbox"] == {"pending": 0, "sent": 0, "dead": 0}
     assert status["store"]["paused"] == ["*"]
+    assert status["store"]["backend"] == "sqlite"
+    assert [(r["id"], r["pid"], r["backend"]) for r in status["replicas"]] == [
+        (replica_id, os.getpid(), "sqlite")
+    ]
     assert text.status == 0, text.err
     assert "ready (http://127.0.0.1:" in text.out
     assert "paused         all channels" in text.out
+    assert "replicas       1 live" in text.out
+    assert replica_id in text.out
 
 
 async def test_status_of_a_daemon_that_is_not_ready(tmp_path: Path) -> None:
@@ -338,6 +346,7 @@ async def test_status_without_a_daemon_or_a_store(tmp_path: Path) -> None:
     assert "NOT RUNNING" in result.out
     assert "daemon not running or not reachable" in result.out
     assert "no database at" in result.out
+    assert "replicas" not in result.out  # nothing known without a store
     listed = await asyncio.to_thread(_run, "outbox", "list", "-c", config)
     assert listed.status == 1
     assert "no database at" in listed.err

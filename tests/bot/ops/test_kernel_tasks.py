@@ -37,6 +37,33 @@ async def test_a_busy_store_is_waited_out_and_the_loop_starts_again() -> None:
     assert tasks.problems() == []
 
 
+async def test_stop_ends_a_loop_that_swallowed_its_cancellation() -> None:
+    """As Python 3.11's ``wait_for`` can inside psycopg_pool: the loop goes on to its next
+    round (a long sleep) instead of ending; ``stop`` cancels it again."""
+    rounds = 0
+    swallowed = asyncio.Event()
+
+    async def loop() -> None:
+        nonlocal rounds
+        while True:
+            rounds += 1
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                if swallowed.is_set():
+                    raise
+                swallowed.set()
+                asyncio.current_task().uncancel()  # type: ignore[union-attr]
+
+    tasks = KernelTasks(lambda _name: None, QUICK)
+    task = tasks.start("housekeeping", loop)
+    await asyncio.sleep(0)
+    await asyncio.wait_for(tasks.stop(), 5)
+    assert task.cancelled()
+    assert swallowed.is_set()
+    assert rounds == 2
+
+
 async def test_a_death_is_logged_reported_and_never_silent(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
