@@ -25,7 +25,7 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from bot.config.settings import StoreBackend, StoreSettings
+from bot.config.store import StoreBackend, StoreSettings
 
 AGENT_DB = "agent.db"
 POOL_MAX = 4

@@ -33,7 +33,8 @@ from typing_extensions import override
 from agent.checkpoints import checkpointer
 from agent.graph import MODEL_NODE, REQUEST_TIMEOUT_S, AgentGraph, build_graph, chat_model
 from agent.tools import PRESENT_TOOL, build_tools
-from bot.config.settings import Settings, StoreBackend
+from bot.config.settings import Settings
+from bot.config.store import StoreBackend
 from bot.errors import AgentError
 from bot.lifecycle import StartClose
 from bot.ports import (

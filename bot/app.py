@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from bot.config.settings import Settings, StoreBackend
+from bot.config.settings import Settings
+from bot.config.store import StoreBackend
 from bot.errors import ConfigError, InstanceLocked, StoreError
 from bot.exit_codes import EXIT_CONFIG, EXIT_OK, EXIT_TEMPFAIL
 from bot.hub import ChannelHub

@@ -13,7 +13,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import cast
 
-from bot.config.settings import Settings, StoreBackend
+from bot.config.settings import Settings
+from bot.config.store import StoreBackend
 from bot.errors import ConfigError
 from bot.ports import Store
 

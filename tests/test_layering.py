@@ -22,6 +22,7 @@ EDGE_MAY_IMPORT = (
     "bot.errors",
     "bot.records",
     "bot.config.settings",
+    "bot.config.store",
     "bot.delivery.chunking",
     "bot.workspace",
     "bot.lifecycle",

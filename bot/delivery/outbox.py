@@ -18,7 +18,6 @@ import contextlib
 import functools
 import heapq
 import logging
-from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -56,8 +55,7 @@ class Outbox:
         self._waiting: dict[DestinationKey, list[OutboxRow]] = {}
         self._claimed: set[int] = set()
         """Rows being sent or waiting for their chat: a poll that sees them leaves them be."""
-        self._finished: set[int] = set()
-        self._finished_order: deque[int] = deque()
+        self._finished: RecentSet[int] = RecentSet(FINISHED_MEMORY)
         """Rows this process finished recently, so a copy still in a queue is not resent."""
         self._poll = True
         self._repoll = False
@@ -194,17 +192,20 @@ class Outbox:
         """
         if destination_key(delivery) != destination_key(row.item.delivery):
             raise ValueError("a resend goes to the row's own chat")
-        stand_in = replace(row, item=replace(row.item, delivery=delivery))
-        self._attempting.add(row.id)
-        try:
-            outcome = await self._attempts.attempt(stand_in)
-        except Exception:
-            logger.exception("outbox row %s failed unexpectedly", row.id)
-            outcome = await self._attempts.failed(stand_in, TransientSendError("unexpected error"))
-        finally:
-            self._attempting.discard(row.id)
+        outcome = await self._attempt(replace(row, item=replace(row.item, delivery=delivery)))
         self._resolve(row.id, outcome.sent)
         return outcome
+
+    async def _attempt(self, row: OutboxRow) -> AttemptOutcome:
+        """One attempt; a bug in it is logged and counted as a transient failure of the row."""
+        self._attempting.add(row.id)
+        try:
+            return await self._attempts.attempt(row)
+        except Exception:
+            logger.exception("outbox row %s failed unexpectedly", row.id)
+            return await self._attempts.failed(row, TransientSendError("unexpected error"))
+        finally:
+            self._attempting.discard(row.id)
 
     # ------------------------------------------------------------------ worker
 
@@ -255,7 +256,7 @@ class Outbox:
     def _route(self, rows: dict[int, OutboxRow], polled: set[int]) -> None:
         """Start a sender per chat, or queue rows behind the chat's sender at work."""
         groups: dict[DestinationKey, list[OutboxRow]] = {}
-        for row_id in sorted(rows.keys() - self._claimed - self._finished):
+        for row_id in sorted(i for i in rows if i not in self._claimed and i not in self._finished):
             row = rows[row_id]
             groups.setdefault(destination_key(row.item.delivery), []).append(row)
         for key, group in groups.items():
@@ -354,32 +355,18 @@ class Outbox:
             for row in rows:
                 if row.id in self._withdrawn:
                     self._claimed.discard(row.id)  # taken back: marked dead by ``withdraw``
-                    self._remember_finished(row.id)
+                    self._finished.add(row.id)
                     continue
-                self._attempting.add(row.id)
-                try:
-                    outcome = await self._attempts.attempt(row)
-                except Exception:
-                    logger.exception("outbox row %s failed unexpectedly", row.id)
-                    error = TransientSendError("unexpected error")
-                    outcome = await self._attempts.failed(row, error)
-                finally:
-                    self._attempting.discard(row.id)
+                outcome = await self._attempt(row)
                 self._claimed.discard(row.id)
                 if outcome.retry_at is not None:
                     self._hold(destination_key(row.item.delivery), outcome.retry_at)
                 self._resolve(row.id, outcome.sent)
                 if not outcome.finished:
                     return
-                self._remember_finished(row.id)
+                self._finished.add(row.id)
         finally:
             self._claimed.difference_update(row.id for row in rows)
-
-    def _remember_finished(self, row_id: int) -> None:
-        self._finished.add(row_id)
-        self._finished_order.append(row_id)
-        if len(self._finished_order) > FINISHED_MEMORY:
-            self._finished.discard(self._finished_order.popleft())
 
     def _hold(self, key: DestinationKey, until: datetime) -> None:
         """The chat sends nothing after a row that waits for a retry, to keep its order."""

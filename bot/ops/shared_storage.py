@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from bot.config.settings import Settings, StoreBackend
+from bot.config.settings import Settings
+from bot.config.store import StoreBackend
 
 logger = logging.getLogger(__name__)
 

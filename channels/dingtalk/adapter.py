@@ -146,7 +146,7 @@ class DingTalkChannel(BaseChannel):
         config = StreamConfig(
             base=self._api_base, client_id=self._client_id, client_secret=self._client_secret
         )
-        self._link = StreamLink(session, config, dict(handlers), self._health)
+        self._link = StreamLink(session, config, handlers, self._health)
         route_sdk_logs(debug=self._debug)
         self._open_intake()
         await self._link.open()

@@ -111,6 +111,18 @@ class Token:
         if token == self._token:
             self._token = ""
 
+    async def using(self, send: Callable[[str], Awaitable[Answer]]) -> Answer:
+        """``send`` with the token; when DingTalk refuses the token (not the app), once more
+        with a fresh one. The answer is returned unchecked."""
+        token = await self.get()
+        answer = await send(token)
+        status, body, _headers = answer
+        if not is_token_refusal(status, body):
+            return answer
+        logger.info("dingtalk refused the access token; fetching a new one")
+        self.invalidate(token)
+        return await send(await self.get())
+
 
 class OpenApi:
     """``{api_base_url}/v1.0/...`` calls with the app access token."""
@@ -142,18 +154,12 @@ class OpenApi:
 
     async def call(self, method: str, path: str, body: Json) -> Json:
         """One OpenAPI call; a refused token is refetched and the call retried once."""
-        for attempt in range(2):
-            token = await self.token.get()
-            answer = await request(
-                self._session, method, self.url(path), body=body, headers={TOKEN_HEADER: token}
-            )
-            status, decoded, _headers = answer
-            if attempt == 0 and is_token_refusal(status, decoded):
-                logger.info("dingtalk refused the access token; fetching a new one")
-                self.token.invalidate(token)
-                continue
-            return checked(answer)
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        async def send(token: str) -> Answer:
+            headers = {TOKEN_HEADER: token}
+            return await request(self._session, method, self.url(path), body=body, headers=headers)
+
+        return checked(await self.token.using(send))
 
 
 class Oapi:
@@ -179,23 +185,18 @@ class Oapi:
 
     async def upload(self, kind: str, name: str, data: bytes) -> str:
         """``POST /media/upload``; the ``media_id`` to send."""
-        for attempt in range(2):
-            token = await self.token.get()
+
+        async def send(token: str) -> Answer:
             form = aiohttp.FormData()
             form.add_field("media", data, filename=name, content_type="application/octet-stream")
-            answer = await request(
-                self._session, "POST", f"{self._base}/media/upload",
-                params={"access_token": token, "type": kind}, data=form,
-            )  # fmt: skip
-            status, decoded, _headers = answer
-            if attempt == 0 and is_token_refusal(status, decoded):
-                self.token.invalidate(token)
-                continue
-            media_id = str(checked(answer).get("media_id") or "")
-            if not media_id:
-                raise TransientSendError("media_id missing from the upload answer")
-            return media_id
-        raise AssertionError("unreachable")  # pragma: no cover
+            params = {"access_token": token, "type": kind}
+            url = f"{self._base}/media/upload"
+            return await request(self._session, "POST", url, params=params, data=form)
+
+        media_id = str(checked(await self.token.using(send)).get("media_id") or "")
+        if not media_id:
+            raise TransientSendError("media_id missing from the upload answer")
+        return media_id
 
 
 async def post_session(session: aiohttp.ClientSession, url: str, body: Json) -> Json:

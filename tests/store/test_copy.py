@@ -16,7 +16,7 @@ from psycopg import sql
 
 from agent.checkpoints import checkpointer, copy_checkpoints
 from agent.embedded import EmbeddedBackend
-from bot.config.settings import StoreSettings
+from bot.config.store import StoreSettings
 from bot.errors import StoreError
 from bot.messages import ChatType
 from bot.ports import Store
