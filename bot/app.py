@@ -128,7 +128,10 @@ class Daemon:
             routes = self._routes = RouteTable()
             hub = ChannelHub(store.settings)
             reloader = self.reloader = Reloader(self, hub, store.audit)
-            kernel = self.kernel = build_kernel(self._current, store, agent, hub, reloader.reload)
+            kernel = self.kernel = build_kernel(
+                self._current, store, agent, hub, reloader.reload, replica_id=heartbeat.replica.id
+            )
+            kernel.ownership.spawn = self.kernel_tasks.ensure
             self._factories = self._channel_factories(routes, kernel)
             if not self._factories:
                 logger.warning("no channel is enabled: nothing will be received (see channels.*)")
@@ -165,6 +168,7 @@ class Daemon:
             store.replicas, replica, expiry_s=self.settings.daemon.replica_expiry_s
         )
         await heartbeat.register()
+        stack.push_async_callback(_wake_others, store)  # runs after deregister (LIFO)
         stack.push_async_callback(heartbeat.deregister)
         return heartbeat
 
@@ -197,6 +201,7 @@ class Daemon:
                 state_dir=self.settings.state_dir,
                 health=kernel.hub.reporter(name),
                 commands=menu,
+                exclusive=kernel.store.leases.exclusive,
             )
             return adapter(self.settings, context)
 
@@ -239,6 +244,7 @@ class Daemon:
             ("outbox", kernel.outbox.run),
             ("housekeeping", kernel.housekeeping.run),
             *self._replica_loop(),
+            *self._ownership_loop(kernel),
             *kernel.recovery_loops(),
         ):
             tasks.start(name, loop)
@@ -262,6 +268,11 @@ class Daemon:
 
     def _replica_loop(self) -> list[tuple[str, Loop]]:
         return [] if self.heartbeat is None else [("replica", self.heartbeat.run)]
+
+    @staticmethod
+    def _ownership_loop(kernel: Kernel) -> list[tuple[str, Loop]]:
+        """Taking work of replicas that are gone, and messages others journaled for ours."""
+        return [("ownership", kernel.ownership.run)] if kernel.ownership.shared else []
 
     async def _wait_for_stop(self, kernel: Kernel) -> bool:
         """Wait for a stop request or for every channel's input to end; ``True`` for the latter."""
@@ -326,6 +337,16 @@ async def _step(name: str, awaitable: Awaitable[object]) -> None:
         logger.warning("shutdown step %r timed out", name)
     except Exception:
         logger.exception("shutdown step %r failed", name)
+
+
+async def _wake_others(store: Store) -> None:
+    """After a clean stop, tell the other replicas to take what this one left (queued turns
+    it did not start, messages journaled for its chats) now rather than at their next sweep."""
+    if store.leases.shared:
+        try:
+            await store.leases.wake(["*"])
+        except StoreError as exc:
+            logger.warning("could not wake the other replicas: %s", exc)
 
 
 def _reuse(channel: Channel) -> Channel:

@@ -23,6 +23,7 @@ from bot.pipeline.bus import InboundBus
 from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import Lanes
+from bot.pipeline.ownership import ChatOwnership
 from bot.pipeline.recovery import LeftPlaceholders, notice_sender, recover
 from bot.pipeline.router import Router, RouterDeps
 from bot.pipeline.sessions import Sessions
@@ -53,6 +54,8 @@ class Kernel:
     limiter: RateLimiter
     placeholders: LeftPlaceholders
     """Placeholders a crash left pending, finished once their channels run (design §11)."""
+    ownership: ChatOwnership
+    """The chats this replica serves, on a store several share (design §11 "replicas")."""
 
     def add_channel(self, channel: Channel) -> None:
         """A channel the daemon starts with (it starts in state ``starting``)."""
@@ -68,6 +71,10 @@ class Kernel:
         """Restore persisted state and requeue unfinished work before intake opens (and before
         the outbox worker runs: left placeholders are withdrawn or reserved first)."""
         await self.hub.load_pauses()
+        if self.ownership.shared:
+            # Only what no live replica has in hand: the rest is theirs.
+            await self.ownership.sweep(fresh_start=True)
+            return
         await self.placeholders.collect()
         notify = notice_sender(self.outbox.submit, self.sessions, self.hub.capabilities_of)
         await recover(self.store, self.bus, notify, self.outbox.submit)
@@ -102,22 +109,27 @@ class Kernel:
         await asyncio.gather(*(channel.wait_finished() for channel in channels))
 
 
-def build_kernel(
+def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     settings: Callable[[], Settings],
     store: Store,
     agent: AgentBackend,
     hub: ChannelHub,
     reload: ReloadFn,
+    *,
+    replica_id: str,
 ) -> Kernel:
-    """The kernel; channels join with ``add_channel``. ``reload`` serves ``/reload``."""
+    """The kernel; channels join with ``add_channel``. ``reload`` serves ``/reload``;
+    ``replica_id`` is this daemon among the store's replicas."""
     current = settings()
+    shared = store.leases.shared
     counters = Counters()
     limiter = RateLimiter()
     hub.listeners.append(functools.partial(_count_reconnects, counters))
     bus = InboundBus(current.daemon.inbound_queue_size)
     outbox = Outbox(
-        store, hub, limiter, counters, RetryPolicy(max_attempts=current.daemon.outbox_max_attempts)
-    )
+        store, hub, limiter, counters, RetryPolicy(max_attempts=current.daemon.outbox_max_attempts),
+        holder=replica_id if shared else None,
+    )  # fmt: skip
     sessions = Sessions(settings, store, agent, lambda name: _threads(hub, name))
     clarifications = Clarifications(store, lambda: settings().conversations.clarification_ttl_s)
     runner = TurnRunner(
@@ -128,6 +140,12 @@ def build_kernel(
     )  # fmt: skip
     lanes = Lanes(runner, current.agent.max_concurrent_runs)
     commands = default_registry()
+    placeholders = LeftPlaceholders(store, outbox, hub)
+    ownership = ChatOwnership(
+        store, bus, outbox, placeholders, replica_id=replica_id,
+        expiry_s=lambda: settings().daemon.replica_expiry_s,
+        notify=notice_sender(outbox.submit, sessions, hub.capabilities_of), submit=outbox.submit,
+    )  # fmt: skip
     router = Router(
         RouterDeps(
             settings=settings, store=store, bus=bus, hub=hub,
@@ -138,11 +156,12 @@ def build_kernel(
     )  # fmt: skip
     return Kernel(
         settings=settings, store=store, agent=agent, hub=hub, bus=bus,
-        intake=Intake(store, bus, counters), outbox=outbox, lanes=lanes, router=router,
+        intake=Intake(store, bus, counters, ownership.admit if shared else None),
+        outbox=outbox, lanes=lanes, router=router,
         sessions=sessions, commands=commands, counters=counters,
         housekeeping=Housekeeping(settings, store, hub, outbox, clarifications),
         clarifications=clarifications, limiter=limiter,
-        placeholders=LeftPlaceholders(store, outbox, hub),
+        placeholders=placeholders, ownership=ownership,
     )  # fmt: skip
 
 

@@ -79,6 +79,11 @@ class Counters:
             ["replica", "backend"],
             registry=self.registry,
         )
+        self.leases_held = Gauge(
+            "switchboard_chat_leases_held",
+            "Chats this replica holds on a shared store (it routes, runs and sends them).",
+            registry=self.registry,
+        )
         self.reconnects = Counter(
             "switchboard_channel_reconnects",
             "Times a channel lost its connection and reconnected.",

@@ -186,3 +186,47 @@ class Replica:
     backend: str
     started_at: datetime
     heartbeat_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRef:
+    """One platform chat: the unit a replica holds a lease on (design §11 "replicas").
+
+    Everything of a chat (routing its messages, its conversations' lanes, its outbox order)
+    is done by the replica holding it, because routing decisions in one chat depend on each
+    other: a reply to any bot message, a question answered by the next message, a new topic.
+    """
+
+    channel: str
+    account_id: str
+    chat_id: str
+
+    @classmethod
+    def of(cls, message: InboundMessage) -> ChatRef:
+        return cls(message.channel, message.account_id, message.chat_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdoptedEntry:
+    """An unfinished journal entry a replica took into its hands.
+
+    ``previous_owner`` is the replica that had it before (one that died or stopped, or this
+    replica's own id from an earlier life): crash recovery applies. ``None``: nobody had
+    taken it yet (journaled by another replica for a chat this one holds).
+    """
+
+    entry: JournalEntry
+    previous_owner: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Adoption:
+    """What ``LeaseStore.adopt`` did: which chats this replica holds now, which another live
+    replica holds, and the entries it took over, oldest first."""
+
+    held: frozenset[ChatRef]
+    claimed: frozenset[ChatRef]
+    """Of ``held``, the chats this call took (free, or from a replica that is not live)."""
+    others: dict[ChatRef, str]
+    """Chats another live replica holds, with its id: their messages are that replica's."""
+    entries: tuple[AdoptedEntry, ...]

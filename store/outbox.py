@@ -118,8 +118,11 @@ class SqliteOutboxStore(OutboxStore):
         return _outbox_row(row), False
 
     @override
-    async def due(self, now: datetime, limit: int = 100) -> list[OutboxRow]:
-        """Pending rows whose time has come, in the order they were enqueued."""
+    async def due(
+        self, now: datetime, limit: int = 100, *, holder: str | None = None
+    ) -> list[OutboxRow]:
+        """Pending rows whose time has come, in the order they were enqueued (one daemon per
+        SQLite store holds every chat: ``holder`` changes nothing)."""
         rows = await self._db.rows(
             f"{_SELECT} WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?",
             (to_db_time(now), limit),
@@ -127,7 +130,7 @@ class SqliteOutboxStore(OutboxStore):
         return [_outbox_row(row) for row in rows]
 
     @override
-    async def next_due_at(self) -> datetime | None:
+    async def next_due_at(self, *, holder: str | None = None) -> datetime | None:
         row = await self._db.row(
             "SELECT MIN(next_attempt_at) AS at FROM outbox WHERE state = 'pending'"
         )

@@ -27,6 +27,7 @@ from store.codec import to_db_time
 from store.conversations import SqliteConversationStore, SqliteLinkStore
 from store.db import Clock, Database
 from store.inbound import SqliteInboundJournal
+from store.leases import SqliteLeaseStore
 from store.outbox import SqliteOutboxStore
 from store.replicas import SqliteReplicaStore
 from store.schema import migrate, require_current
@@ -68,6 +69,7 @@ class SqliteStore(StartClose, Store):
         self._audit = SqliteAuditLog(self._db)
         self._settings = SqliteSettingsStore(self._db)
         self._replicas = SqliteReplicaStore(self._db)
+        self._leases = SqliteLeaseStore()
 
     @classmethod
     def from_state_dir(cls, state_dir: Path, *, clock: Clock = utc_now) -> SqliteStore:
@@ -178,3 +180,8 @@ class SqliteStore(StartClose, Store):
     @override
     def replicas(self) -> SqliteReplicaStore:
         return self._replicas
+
+    @property
+    @override
+    def leases(self) -> SqliteLeaseStore:
+        return self._leases

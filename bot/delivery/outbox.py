@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 
 from bot.delivery.attempt import AttemptOutcome, Attempts, RetryPolicy, destination_key
 from bot.delivery.bounded import RecentSet, Until
+from bot.delivery.holds import ChatHolds
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
 from bot.errors import TransientSendError
 from bot.hub import ChannelHub
@@ -39,11 +40,13 @@ FINISHED_MEMORY = 4096
 
 
 class Outbox:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the kernel objects it works with
         self, store: Store, hub: ChannelHub, limiter: RateLimiter, counters: Counters,
-        policy: RetryPolicy,
+        policy: RetryPolicy, *, holder: str | None = None,
     ) -> None:  # fmt: skip
         self._store = store
+        self._holder = holder
+        """On a shared store, the replica whose chats this outbox sends (``LeaseStore``)."""
         self._attempts = Attempts(store, hub, limiter, counters, policy)
         self._clock = policy.clock
         self._wake = asyncio.Event()
@@ -73,11 +76,9 @@ class Outbox:
         """Chats whose earlier row waits for a retry. Forgotten only once a poll at or after
         that time has run: until then the older row is in the store, not in hand, and a newer
         row of the chat sent directly would overtake it."""
-        self._reserved: dict[DestinationKey, set[int]] = {}
-        """Chats holding rows that crash recovery sends itself (``reserve``): nothing else of
-        the chat goes until they are released; the rows behind wait in the store."""
-        self._on_release = asyncio.Event()
-        """Set (and replaced) whenever a reserved row is released."""
+        self._holds = ChatHolds()
+        """Chats whose rows wait for crash recovery (``reserve``, ``paused``): the rows behind
+        wait in the store."""
 
     # ------------------------------------------------------------------ producers
 
@@ -100,8 +101,8 @@ class Outbox:
         Callers bound the wait with ``asyncio.timeout``; the row stays in the outbox either way.
         """
         (row,) = await self._store.outbox.enqueue_rows([item])
-        if self._is_reserved(row):
-            await self._until_released(row)  # crash recovery's row (see ``reserve``)
+        if self._holds.is_reserved(row):
+            await self._holds.until_released(row)  # crash recovery's row (see ``reserve``)
             return None
         if row.state is OutboxState.SENT:
             return SentRef(message_ids=row.sent_message_ids)
@@ -131,7 +132,7 @@ class Outbox:
         reserved is recovery's: ``None``, and the row is kept.
         """
         (row,) = await self._store.outbox.enqueue_rows([item])  # the row as it now stands
-        if self._is_reserved(row):
+        if self._holds.is_reserved(row):
             return None
         if row.state is OutboxState.SENT:
             return SentRef(message_ids=row.sent_message_ids)
@@ -159,29 +160,29 @@ class Outbox:
         recovery has: ``withdraw`` of the key answers ``None`` at once, ``send_now`` once the
         row is released (callers bound the wait, as for a chat held by a retry). Call it
         before the worker runs, so no poll takes the row first."""
-        self._reserved.setdefault(destination_key(row.item.delivery), set()).add(row.id)
-
-    def _is_reserved(self, row: OutboxRow) -> bool:
-        return row.id in self._reserved.get(destination_key(row.item.delivery), ())
-
-    async def _until_released(self, row: OutboxRow) -> None:
-        while self._is_reserved(row):
-            await self._on_release.wait()
+        self._holds.reserve(row)
 
     def release(self, row: OutboxRow) -> None:
         """Recovery is done with a reserved row (sent, dead, or left in the store); once its
         chat has no other, the chat's rows go out again, in order, from a fresh poll."""
-        key = destination_key(row.item.delivery)
-        rows = self._reserved.get(key)
-        if rows is None:
-            return
-        rows.discard(row.id)
-        self._on_release.set()
-        self._on_release = asyncio.Event()
-        if not rows:
-            del self._reserved[key]
-            self._poll = True
-            self._wake.set()
+        if self._holds.release(row):
+            self.repoll()
+
+    @contextlib.contextmanager
+    def paused(self, keys: Sequence[DestinationKey]) -> Iterator[None]:
+        """Send nothing of these chats inside the block (a takeover withdraws or reserves the
+        placeholders the previous holder left first); their rows are polled after it."""
+        self._holds.pause(keys)
+        try:
+            yield
+        finally:
+            self._holds.unpause(keys)
+            self.repoll()
+
+    def repoll(self) -> None:
+        """Look at the store again soon (chats this replica just took over)."""
+        self._poll = True
+        self._wake.set()
 
     async def resend(self, row: OutboxRow, delivery: Delivery) -> AttemptOutcome:
         """Attempt a reserved row once, sending ``delivery`` in place of what it recorded.
@@ -238,11 +239,11 @@ class Outbox:
             self._polling = True
             try:
                 now = self._clock()
-                for row in await self._store.outbox.due(now, limit=500):
+                for row in await self._store.outbox.due(now, limit=500, holder=self._holder):
                     rows.setdefault(row.id, row)
                     polled.add(row.id)
                 self._last_poll = max(self._last_poll, now)
-                next_due = await self._store.outbox.next_due_at()
+                next_due = await self._store.outbox.next_due_at(holder=self._holder)
             finally:
                 self._polling = False
             if next_due is not None and next_due > self._clock():
@@ -260,7 +261,7 @@ class Outbox:
             row = rows[row_id]
             groups.setdefault(destination_key(row.item.delivery), []).append(row)
         for key, group in groups.items():
-            if key in self._reserved or self._held_until(key) is not None:
+            if self._holds.kept_back(key) or self._held_until(key) is not None:
                 continue  # in the store; polled again when the hold ends or on release
             if key in self._active:
                 # Rows from this process wait in memory; polled ones are found by a new poll.
@@ -340,9 +341,9 @@ class Outbox:
     async def _sendable_now(self) -> bool:
         """Whether the store holds a due row of a chat that is not waiting for a retry (or for
         crash recovery)."""
-        rows = await self._store.outbox.due(self._clock(), limit=500)
+        rows = await self._store.outbox.due(self._clock(), limit=500, holder=self._holder)
         keys = {destination_key(row.item.delivery) for row in rows}
-        return any(key not in self._reserved and self._held_until(key) is None for key in keys)
+        return any(not self._holds.kept_back(key) and self._held_until(key) is None for key in keys)
 
     async def cancel_active(self) -> None:
         tasks = list(self._active.values())

@@ -13,6 +13,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot.config.settings import HttpSettings
+from bot.errors import StoreError
 from bot.hub import ChannelState
 from bot.metrics import Counters
 from bot.ops.readiness import Readiness
@@ -56,6 +57,7 @@ class HttpServer:
         ``/readyz`` and ``/metrics`` (``switchboard_replica_info``)."""
         self._settings = settings
         self._identity: dict[str, str] = {}
+        self._replica_id = replica.id if replica is not None else None
         if replica is not None:
             self._identity = {"replica": replica.id, "backend": replica.backend}
             counters.replica_info.labels(replica=replica.id, backend=replica.backend).set(1)
@@ -97,6 +99,13 @@ class HttpServer:
         for name in self._hub.names():
             up = self._hub.state(name) is ChannelState.RUNNING
             self._counters.channel_up.labels(channel=name).set(1 if up else 0)
+        self._counters.leases_held.set(await self._held())
+
+    async def _held(self) -> int:
+        """The chats this replica holds (0 alone on its store, where every chat is its own)."""
+        if self._replica_id is None or not self._store.leases.shared:
+            return 0
+        return await self._store.leases.held(self._replica_id)
 
     async def _webhook(self, request: web.Request) -> web.StreamResponse:
         handler = self._routes.handler(request.path)
@@ -104,12 +113,21 @@ class HttpServer:
             raise web.HTTPNotFound
         return await handler(request)
 
+    async def _leases(self) -> dict[str, int]:
+        """``leases_held`` on a shared store, where it says which share of the chats this is."""
+        if not self._store.leases.shared:
+            return {}
+        try:
+            return {"leases_held": await self._held()}
+        except StoreError:
+            return {}  # /readyz says the store is down; /healthz is about the process
+
     async def _healthz(self, _request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", **self._identity})
+        return web.json_response({"status": "ok", **self._identity, **await self._leases()})
 
     async def _readyz(self, _request: web.Request) -> web.Response:
         reasons = await self._readiness.reasons()
-        body = {"ready": not reasons, "reasons": reasons, **self._identity}
+        body = {"ready": not reasons, "reasons": reasons, **self._identity, **await self._leases()}
         return web.Response(
             status=200 if not reasons else 503,
             text=json.dumps(body),

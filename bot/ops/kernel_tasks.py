@@ -42,6 +42,12 @@ class KernelTasks:
         self._tasks[name] = task
         return task
 
+    def ensure(self, name: str, loop: Loop) -> None:
+        """``start`` the loop unless one of that name is still running."""
+        task = self._tasks.get(name)
+        if task is None or task.done():
+            self.start(name, loop)
+
     def task(self, name: str) -> asyncio.Task[None]:
         return self._tasks[name]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from bot.messages import InboundMessage
 from bot.metrics import Counters, DropReason, log_drop
@@ -24,13 +24,21 @@ def new_correlation_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
+Admit = Callable[[Sequence[Accepted]], Awaitable[None]]
+"""Puts journaled messages (each holding a bus reservation) on the bus, or leaves them to the
+replica that holds their chat (``ChatOwnership.admit``)."""
+
+
 class Intake:
     """The ``Publish`` port: adapters call it, or its ``many``."""
 
-    def __init__(self, store: Store, bus: InboundBus, counters: Counters) -> None:
+    def __init__(
+        self, store: Store, bus: InboundBus, counters: Counters, admit: Admit | None = None
+    ) -> None:
         self._store = store
         self._bus = bus
         self._counters = counters
+        self._admit = admit
 
     async def __call__(self, message: InboundMessage) -> Admission:
         return await self.publish(message)
@@ -55,16 +63,22 @@ class Intake:
         # duplicates can then neither leak bus capacity nor strand a recorded message.
         admissions: list[Admission] = []
         duplicates: list[InboundMessage] = []
+        fresh: list[Accepted] = []
         for (message, correlation_id), entry_id in zip(entries, entry_ids, strict=True):
             if entry_id is None:
                 self._bus.release()
                 duplicates.append(message)
                 admissions.append(Admission.DUPLICATE)
                 continue
-            self._bus.put_reserved(
+            fresh.append(
                 Accepted(entry_id=entry_id, message=message, correlation_id=correlation_id)
             )
             admissions.append(Admission.ACCEPTED)
+        if self._admit is None:
+            for item in fresh:
+                self._bus.put_reserved(item)
+        elif fresh:
+            await self._admit(fresh)  # settles every reservation of ``fresh``
         for message in duplicates:
             self._counters.inbound(message.channel, DropReason.DUPLICATE)
             log_drop(message, DropReason.DUPLICATE)

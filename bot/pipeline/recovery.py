@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from bot.delivery.outbox import Outbox
 from bot.delivery.replies import ReplyContext, plan_text
@@ -30,7 +30,7 @@ from bot.pipeline.bus import Accepted, InboundBus
 from bot.pipeline.sessions import Sessions, destination_for
 from bot.pipeline.turns import RESUMED_PREFIX, TURN_PREFIX
 from bot.ports import ChannelCapabilities, Store
-from bot.records import InboundStatus, JournalEntry, OutboxItem, OutboxRow, OutboxState
+from bot.records import ChatRef, InboundStatus, JournalEntry, OutboxItem, OutboxRow, OutboxState
 
 logger = logging.getLogger(__name__)
 
@@ -123,11 +123,16 @@ class LeftPlaceholders:
         self._hub = hub
         self._left: dict[str, list[OutboxRow]] = {}
 
-    async def collect(self) -> None:
-        """Withdraw or reserve every pending placeholder (before the outbox worker runs)."""
+    async def collect(self, chats: Collection[ChatRef] | None = None) -> list[str]:
+        """Withdraw or reserve every pending placeholder (before the outbox worker runs), or
+        those of ``chats`` (taken over from a replica that is gone, while the outbox keeps
+        them back); returns the channels that have some to finish now."""
         rows = await self._store.outbox.listing(OutboxState.PENDING, limit=PENDING_SCAN)
+        found: set[str] = set()
         for row in sorted(rows, key=lambda row: row.id):
             if not _is_placeholder(row):
+                continue
+            if chats is not None and _chat_of(row) not in chats:
                 continue
             channel = row.item.delivery.destination.channel
             caps = self._hub.capabilities_of(channel)
@@ -136,8 +141,12 @@ class LeftPlaceholders:
                 continue
             self._outbox.reserve(row)
             self._left.setdefault(channel, []).append(row)
-        for channel, left in self._left.items():
-            logger.info("recovery: %d placeholder(s) to finish on %s", len(left), channel)
+            found.add(channel)
+        for channel in sorted(found):
+            logger.info(
+                "recovery: %d placeholder(s) to finish on %s", len(self._left[channel]), channel
+            )
+        return sorted(found)
 
     def channels(self) -> list[str]:
         """The channels with placeholders to finish (one ``finish`` task each)."""
@@ -202,12 +211,24 @@ async def until_running(hub: ChannelHub, name: str) -> None:
         hub.listeners.remove(note)
 
 
-async def recover(store: Store, bus: InboundBus, notify: Notify, submit: Submit) -> int:
-    """Requeue unfinished messages; returns how many will run again."""
+def _chat_of(row: OutboxRow) -> ChatRef:
+    destination = row.item.delivery.destination
+    return ChatRef(destination.channel, destination.account_id, destination.chat_id)
+
+
+async def recover(
+    store: Store,
+    bus: InboundBus,
+    notify: Notify,
+    submit: Submit,
+    entries: Sequence[JournalEntry] | None = None,
+) -> int:
+    """Requeue unfinished messages (the whole journal's, or ``entries``: those a replica took
+    over from one that is gone); returns how many will run again."""
     requeued = 0
     interrupted: set[str] = set()
     resumed: set[str] = set()
-    for entry in await store.inbound.unfinished():
+    for entry in await store.inbound.unfinished() if entries is None else entries:
         if await _answer_recorded(store, _turn_correlation(entry)):
             await store.inbound.update(entry.id, InboundStatus.HANDLED, reason="answer recorded")
             continue

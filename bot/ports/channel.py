@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
 from aiohttp import web
+from typing_extensions import override
 
 from bot.messages import (
     Attachment,
@@ -21,6 +25,7 @@ from bot.messages import (
     SentRef,
     TextEdit,
 )
+from bot.ports.store import Hold
 
 
 class Admission(StrEnum):
@@ -101,6 +106,29 @@ class MenuCommand:
     summary: str
 
 
+Exclusive = Callable[[str], AbstractAsyncContextManager[Hold]]
+
+
+class _Alone(Hold):
+    """The hold of a daemon that has no replicas: nothing can take it away."""
+
+    @property
+    @override
+    def lost(self) -> bool:
+        return False
+
+    @override
+    async def wait_lost(self) -> None:
+        await asyncio.Event().wait()
+
+
+@contextlib.asynccontextmanager
+async def solely(name: str) -> AsyncIterator[Hold]:
+    """``exclusive`` for a daemon alone on its store (SQLite under the instance lock)."""
+    del name
+    yield _Alone()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChannelContext:
     """What the daemon gives every adapter besides its settings.
@@ -114,6 +142,9 @@ class ChannelContext:
     state_dir: Path
     health: ChannelHealth
     commands: tuple[MenuCommand, ...] = ()
+    exclusive: Exclusive = field(default_factory=lambda: solely)
+    """Held by one daemon at a time among the store's replicas: what a single-consumer
+    connection (Telegram's getUpdates) runs inside; the others stand by (design §11)."""
 
 
 class TextUnit(StrEnum):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Protocol
 
@@ -11,7 +12,9 @@ from bot.messages import (
     InboundMessage,
 )
 from bot.records import (
+    Adoption,
     AuditEntry,
+    ChatRef,
     Clarification,
     Conversation,
     DeliveryAttempt,
@@ -105,9 +108,15 @@ class OutboxStore(Protocol):
         """
         ...
 
-    async def due(self, now: datetime, limit: int = 100) -> list[OutboxRow]: ...
+    async def due(
+        self, now: datetime, limit: int = 100, *, holder: str | None = None
+    ) -> list[OutboxRow]:
+        """Pending rows whose time has come, oldest first; with ``holder``, only of chats that
+        replica holds (``LeaseStore``; on a store that is not shared every chat is its one
+        daemon's)."""
+        ...
 
-    async def next_due_at(self) -> datetime | None: ...
+    async def next_due_at(self, *, holder: str | None = None) -> datetime | None: ...
 
     async def get(self, row_id: int) -> OutboxRow | None: ...
 
@@ -236,6 +245,80 @@ class ReplicaStore(Protocol):
         ...
 
 
+class Hold(Protocol):
+    """An exclusive hold on a name (``LeaseStore.exclusive``) while the context is entered."""
+
+    @property
+    def lost(self) -> bool:
+        """The hold ended under its holder (the store connection behind it dropped)."""
+        ...
+
+    async def wait_lost(self) -> None: ...
+
+
+class LeaseStore(Protocol):
+    """Which replica holds which chat, and who takes the work of one that is gone (design §11).
+
+    A chat is held by at most one live replica; a replica is live while its heartbeat is
+    younger than ``expiry_s`` (``ReplicaStore``), so every lease of a killed replica lapses at
+    once, when its heartbeat does. A store that is not ``shared`` serves one daemon (SQLite,
+    under the instance lock): every chat is that daemon's and nothing is handed over.
+    """
+
+    @property
+    def shared(self) -> bool:
+        """Whether several daemons may run on this store at once."""
+        ...
+
+    async def adopt(
+        self,
+        replica: str,
+        now: datetime,
+        expiry_s: float,
+        chats: Collection[ChatRef] | None = None,
+        *,
+        fresh_start: bool = False,
+    ) -> Adoption:
+        """Claim each chat of ``chats`` no live replica but ``replica`` holds, and take every
+        unfinished journal entry of the chats it then holds that no live replica has in hand.
+
+        ``chats=None``: the chats with work nobody live holds (unfinished entries, pending
+        outbox rows) and this replica's own with entries nobody has taken. ``fresh_start``:
+        this replica's id is its own from an earlier life (a configured ``replica_id`` after a
+        crash), so what that id held counts as left behind. Holders of ``chats`` held by other
+        live replicas are woken (``on_wake``) to take the entries meant for them.
+        """
+        ...
+
+    async def orphaned(
+        self, replica: str, now: datetime, expiry_s: float, *, fresh_start: bool = False
+    ) -> list[ChatRef]:
+        """The chats ``adopt(chats=None)`` would look at now."""
+        ...
+
+    async def held(self, replica: str) -> int:
+        """How many chats ``replica`` holds."""
+        ...
+
+    async def release(self, replica: str) -> int:
+        """Give up every lease of ``replica`` (a clean stop); returns how many."""
+        ...
+
+    async def wake(self, replica_ids: Collection[str]) -> None:
+        """Tell those replicas (``"*"``: all) that work may be waiting for them."""
+        ...
+
+    def on_wake(self, replica: str, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when someone wakes ``replica`` (or all); never, where not shared."""
+        ...
+
+    def exclusive(self, name: str) -> AbstractAsyncContextManager[Hold]:
+        """Wait until this process is the only holder of ``name`` across the store's daemons
+        (a single-consumer connection such as Telegram's getUpdates), and hold it while the
+        context is entered; released on exit or when the process dies."""
+        ...
+
+
 class Store(Protocol):
     """Durable state; one writer connection, no blocking I/O on the loop (design §11)."""
 
@@ -265,6 +348,9 @@ class Store(Protocol):
 
     @property
     def replicas(self) -> ReplicaStore: ...
+
+    @property
+    def leases(self) -> LeaseStore: ...
 
     async def open(self) -> None:
         """Open (creating and migrating as needed): what the daemon does."""

@@ -92,6 +92,7 @@ class TelegramChannel(BaseChannel):
         self._in_flight = block.max_requests_in_flight
         self._health = context.health
         self._menu = context.commands
+        self._exclusive = context.exclusive
         self._poll_timeout_s = poll_timeout_s
         if capabilities is not None:
             self.capabilities = capabilities
@@ -205,7 +206,29 @@ class TelegramChannel(BaseChannel):
             bot, self._handle_updates, self._health,
             timeout_s=self._poll_timeout_s, secret=self._token,
         )  # fmt: skip
-        self._poll_task = asyncio.create_task(self._poller.run(), name="channel:telegram:poll")
+        self._poll_task = asyncio.create_task(
+            self._poll_exclusively(self._poller, bot.id), name="channel:telegram:poll"
+        )
+
+    async def _poll_exclusively(self, poller: Poller, bot_id: int) -> None:
+        """getUpdates allows one consumer per bot: among replicas of one store, poll only
+        while holding the bot's exclusive name; the others stand by (still sending) and one
+        takes over within about a second of the holder's death (design §11 "replicas")."""
+        name = f"telegram:{bot_id}:getUpdates"
+        while True:
+            async with self._exclusive(name) as hold:
+                polling = asyncio.create_task(poller.run(), name="channel:telegram:getUpdates")
+                lost = asyncio.create_task(hold.wait_lost(), name="channel:telegram:hold")
+                try:
+                    await asyncio.wait({polling, lost}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for task in (polling, lost):
+                        task.cancel()
+                    await asyncio.gather(polling, lost, return_exceptions=True)
+                error = polling.exception() if not polling.cancelled() else None
+                if error is not None:
+                    raise error
+                logger.warning("telegram: lost the getUpdates hold; waiting to hold it again")
 
     @override
     async def stop_intake(self) -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -51,7 +51,7 @@ from store.postgres.server import Server
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-Params = Sequence[object]
+Params = Sequence[object] | Mapping[str, object]
 T = TypeVar("T")
 
 LOCK_TIMEOUT_S: Final = 5.0
@@ -73,6 +73,11 @@ CHANNEL_NAME_BYTES: Final = 63
 def notify_channel(schema: str) -> str:
     """The channel the ``cache_writes`` trigger notifies for ``schema`` (migration 0002)."""
     return f"switchboard_{schema}".encode()[:CHANNEL_NAME_BYTES].decode(errors="ignore")
+
+
+def wake_channel(schema: str) -> str:
+    """The channel replicas of ``schema`` wake each other on (``store.postgres.leases``)."""
+    return f"switchboard_wake_{schema}".encode()[:CHANNEL_NAME_BYTES].decode(errors="ignore")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,6 +142,13 @@ class PgDatabase:
         self._other_writers = OtherWriters(tuning.other_writers_check_s)
         self._pool: AsyncConnectionPool[AsyncConnection[DictRow]] | None = None
         self._listener: asyncio.Task[None] | None = None
+        self.wake_listeners: list[Callable[[str], None]] = []
+        """Called with the payload of each wake-up another replica sends (``wake_channel``)."""
+
+    @property
+    def url(self) -> str:
+        """The connection URL, password included: for connections of this store's own."""
+        return self._url
 
     @property
     def is_open(self) -> bool:
@@ -245,7 +257,7 @@ class PgDatabase:
         await attempted.wait()
 
     async def _listen(self, attempted: asyncio.Event) -> None:
-        channel = notify_channel(self.schema)
+        channel, wakes = notify_channel(self.schema), wake_channel(self.schema)
         failures = 0
         while True:
             try:
@@ -255,6 +267,7 @@ class PgDatabase:
                     **{**self.server.defaults, "application_name": LISTEN_APPLICATION},
                 )
                 async with conn:
+                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(wakes)))
                     await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
                     self._other_writers.set_listening(True)
                     attempted.set()
@@ -262,7 +275,10 @@ class PgDatabase:
                         logger.info("store %s: listening for other replicas again", self.where)
                     failures = 0
                     async for note in conn.notifies():
-                        if note.payload != self._writer:
+                        if note.channel == wakes:
+                            for listener in self.wake_listeners:
+                                listener(note.payload)
+                        elif note.payload != self._writer:
                             self._other_writers.nudge()
             except (psycopg.Error, OSError) as exc:
                 failures += 1

@@ -103,18 +103,24 @@ class PgOutboxStore(OutboxStore):
         return outbox_row(PgColumns(row)), False
 
     @override
-    async def due(self, now: datetime, limit: int = 100) -> list[OutboxRow]:
-        """Pending rows whose time has come, in the order they were enqueued."""
+    async def due(
+        self, now: datetime, limit: int = 100, *, holder: str | None = None
+    ) -> list[OutboxRow]:
+        """Pending rows whose time has come, in the order they were enqueued; with ``holder``,
+        only of the chats that replica holds (``chat_leases``)."""
         rows = await self._db.rows(
-            f"{_SELECT} WHERE state = 'pending' AND next_attempt_at <= %s ORDER BY id LIMIT %s",
-            (to_utc(now), limit),
+            f"{_SELECT} WHERE state = 'pending' AND next_attempt_at <= %s{_held(holder)}"
+            " ORDER BY id LIMIT %s",
+            (to_utc(now), *_holder(holder), limit),
         )
         return [outbox_row(PgColumns(row)) for row in rows]
 
     @override
-    async def next_due_at(self) -> datetime | None:
+    async def next_due_at(self, *, holder: str | None = None) -> datetime | None:
         row = await self._db.row(
-            "SELECT MIN(next_attempt_at) AS at FROM outbox WHERE state = 'pending'"
+            "SELECT MIN(next_attempt_at) AS at FROM outbox"  # noqa: S608 - a constant condition
+            f" WHERE state = 'pending'{_held(holder)}",
+            _holder(holder),
         )
         return None if row is None else PgColumns(row).opt_at("at")
 
@@ -206,3 +212,17 @@ class PgOutboxStore(OutboxStore):
         """Rows per state; every state is present, 0 when it has none."""
         rows = await self._db.rows("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state")
         return outbox_counts(map(PgColumns, rows))
+
+
+def _held(holder: str | None) -> str:
+    """The condition that keeps only rows of chats ``holder`` holds (none without one)."""
+    if holder is None:
+        return ""
+    return (
+        " AND EXISTS (SELECT 1 FROM chat_leases l WHERE l.channel = outbox.channel"
+        " AND l.account_id = outbox.account_id AND l.chat_id = outbox.chat_id AND l.owner = %s)"
+    )
+
+
+def _holder(holder: str | None) -> tuple[str, ...]:
+    return () if holder is None else (holder,)

@@ -25,6 +25,7 @@ from store.postgres.clarifications import PgClarificationStore
 from store.postgres.conversations import PgConversationStore, PgLinkStore
 from store.postgres.db import LOCK_TIMEOUT_S, Clock, PgDatabase, Tuning
 from store.postgres.inbound import PgInboundJournal
+from store.postgres.leases import PgLeaseStore
 from store.postgres.outbox import PgOutboxStore
 from store.postgres.replicas import PgReplicaStore
 from store.postgres.schema import DEFAULT_SCHEMA, apply_migrations, latest_version, require_current
@@ -71,6 +72,7 @@ class PostgresStore(StartClose, Store):
         self._audit = PgAuditLog(self._db)
         self._settings = PgSettingsStore(self._db)
         self._replicas = PgReplicaStore(self._db)
+        self._leases = PgLeaseStore(self._db)
 
     @classmethod
     def from_url(
@@ -195,3 +197,8 @@ class PostgresStore(StartClose, Store):
     @override
     def replicas(self) -> PgReplicaStore:
         return self._replicas
+
+    @property
+    @override
+    def leases(self) -> PgLeaseStore:
+        return self._leases

@@ -15,7 +15,7 @@ from bot.config.settings import Settings
 from bot.exit_codes import EXIT_OK
 from bot.kernel import Kernel
 from bot.metrics import DropReason
-from bot.ports import AgentBackend, Channel
+from bot.ports import AgentBackend, Channel, Store
 
 
 def make_settings(state_dir: Path, **sections: Any) -> Settings:
@@ -83,10 +83,15 @@ async def started_without_waiting(daemon: Daemon) -> AsyncIterator[asyncio.Task[
 
 @asynccontextmanager
 async def running(
-    settings: Settings, channels: Sequence[Channel], agent: AgentBackend
+    settings: Settings,
+    channels: Sequence[Channel],
+    agent: AgentBackend,
+    *,
+    store: Store | None = None,
 ) -> AsyncIterator[Running]:
-    """The daemon with injected channels and agent (the pipeline's core tests)."""
-    overrides = Overrides(channels=list(channels), agent=agent)
+    """The daemon with injected channels and agent (the pipeline's core tests); ``store``
+    replaces the one its settings name (several replicas on one PostgreSQL schema)."""
+    overrides = Overrides(channels=list(channels), agent=agent, store=store)
     async with started(Daemon(settings, DaemonOptions(overrides=overrides))) as handle:
         yield handle
 

@@ -570,3 +570,147 @@ async def test_allowed_updates_filters_kinds(fake: FakeTelegram, bot: telegram.B
     fake.push_callback_query(data="z", chat_id=42, message_id=sent.message_id)
     latest = await bot.get_updates(timeout=0)
     assert [u.callback_query.data for u in latest if u.callback_query] == ["z"]
+
+
+# --------------------------------------------------------------------------- load-balanced webhook
+
+
+class Replica:
+    """One daemon replica's webhook route on its own port: records ``(update_id, secret)``
+    per post and answers ``status``; ``reset`` drops the connection instead (a kill -9)."""
+
+    def __init__(self) -> None:
+        self.status = 200
+        self.reset = False
+        self.got: list[tuple[int, str | None]] = []
+        app = web.Application()
+        app.router.add_post("/telegram/webhook", self._receive)
+        self._runner = web.AppRunner(app, access_log=None)
+        self.url = ""
+
+    async def start(self) -> Replica:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}/telegram/webhook"
+        return self
+
+    async def stop(self) -> None:
+        """Closes the port: posts to ``url`` are refused from now on."""
+        await self._runner.cleanup()
+
+    def ids(self) -> list[int]:
+        return [update_id for update_id, _ in self.got]
+
+    async def _receive(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.got.append((body["update_id"], request.headers.get(SECRET_HEADER)))
+        if self.reset:
+            assert request.transport is not None
+            request.transport.abort()
+        return web.Response(status=self.status)
+
+
+@pytest.fixture
+async def replicas() -> AsyncIterator[list[Replica]]:
+    started = [await Replica().start() for _ in range(4)]
+    try:
+        yield started
+    finally:
+        for replica in started:
+            await replica.stop()
+
+
+@pytest.fixture
+def quick_retries(fake: FakeTelegram) -> FakeTelegram:
+    fake.webhook_retry_s = 0.01  # the rotation is per try, so the pause does not change routes
+    return fake
+
+
+def _push(fake: FakeTelegram, count: int) -> list[int]:
+    return [fake.push_message(f"m{n}")["update_id"] for n in range(count)]
+
+
+async def test_balanced_webhook_round_robins_over_replicas(
+    fake: FakeTelegram, bot: telegram.Bot, replicas: list[Replica]
+) -> None:
+    direct, *behind = replicas
+    assert await bot.set_webhook(direct.url, secret_token=SECRET)
+    fake.balance_webhook([r.url for r in behind])
+    ids = _push(fake, 7)
+    urls = [behind[n % 3].url for n in range(7)]
+    assert await fake.await_balanced_deliveries(7) == list(zip(ids, urls, strict=True))
+    assert fake.webhook_deliveries() == [(update_id, 200) for update_id in ids]
+    assert [r.ids() for r in behind] == [ids[0::3], ids[1::3], ids[2::3]]
+    assert all(secret == SECRET for r in behind for _, secret in r.got)
+    assert direct.got == []
+    fake.balance_webhook(None)  # off: the setWebhook URL again
+    [last] = _push(fake, 1)
+    assert (await fake.await_deliveries(8))[-1] == (last, 200)
+    assert direct.ids() == [last]
+    assert len(fake.balanced_deliveries()) == 7
+    with pytest.raises(ValueError, match="not an HTTP"):
+        fake.balance_webhook(["ftp://127.0.0.1/hook"])
+
+
+async def test_balanced_webhook_skips_down_and_failing_replicas(
+    quick_retries: FakeTelegram, bot: telegram.Bot, replicas: list[Replica]
+) -> None:
+    fake = quick_retries
+    ok, failing, other, down = replicas
+    failing.status = 500
+    await down.stop()
+    assert await bot.set_webhook(ok.url, secret_token=SECRET)
+    fake.balance_webhook([ok.url, failing.url, other.url, down.url])
+    ids = _push(fake, 5)
+    accepted = await fake.await_balanced_deliveries(5)
+    # tries: 1->ok; 2->failing, other; 3->down, ok; 4->failing, other; 5->down, ok
+    assert accepted == list(zip(ids, [ok.url, other.url, ok.url, other.url, ok.url], strict=True))
+    assert [update_id for update_id, _ in accepted] == ids  # order kept
+    assert fake.webhook_deliveries() == [
+        (ids[0], 200),
+        *[(ids[1], 500), (ids[1], 200), (ids[2], 0), (ids[2], 200)],
+        *[(ids[3], 500), (ids[3], 200), (ids[4], 0), (ids[4], 200)],
+    ]
+    assert (ok.ids(), failing.ids(), other.ids()) == (ids[0::2], ids[1::2], ids[1::2])
+
+
+async def test_balanced_webhook_moves_updates_off_a_killed_replica(
+    quick_retries: FakeTelegram, bot: telegram.Bot, replicas: list[Replica]
+) -> None:
+    fake = quick_retries
+    first, second, third, _ = replicas
+    assert await bot.set_webhook(first.url, secret_token=SECRET)
+    fake.balance_webhook([first.url, second.url, third.url])
+    before = _push(fake, 3)
+    await fake.await_balanced_deliveries(3)
+    second.reset = True  # killed while answering: the connection drops mid-request
+    after = _push(fake, 2)
+    accepted = await fake.await_balanced_deliveries(5)
+    assert accepted[3:] == [(after[0], first.url), (after[1], third.url)]
+    assert fake.webhook_deliveries()[3:] == [(after[0], 200), (after[1], 0), (after[1], 200)]
+    await second.stop()  # and gone: its kept-alive connection and its port
+    again = _push(fake, 2)
+    accepted = await fake.await_balanced_deliveries(7)
+    assert accepted[5:] == [(again[0], first.url), (again[1], third.url)]
+    assert fake.webhook_deliveries()[6:] == [(again[0], 200), (again[1], 0), (again[1], 200)]
+    assert second.ids() == [before[1], after[1]]
+
+
+async def test_balanced_webhook_never_gives_an_update_up(
+    quick_retries: FakeTelegram, bot: telegram.Bot, replicas: list[Replica]
+) -> None:
+    fake = quick_retries
+    failing, down, *_ = replicas
+    failing.status = 503
+    await down.stop()
+    assert await bot.set_webhook(failing.url, secret_token=SECRET)
+    fake.balance_webhook([failing.url, down.url])
+    [update_id] = _push(fake, 1)
+    tries = fake.webhook_max_attempts * 3
+    failed = await fake.await_deliveries(tries)
+    assert failed[:4] == [(update_id, 503), (update_id, 0), (update_id, 503), (update_id, 0)]
+    failing.status = 200  # a replica is healthy again: the update was kept for it
+    assert await fake.await_balanced_deliveries(1) == [(update_id, failing.url)]
+    assert fake.webhook_deliveries()[-1] == (update_id, 200)
+    assert set(failing.ids()) == {update_id}

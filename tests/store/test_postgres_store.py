@@ -39,6 +39,7 @@ TABLES = {
     "conversations",
     "message_links",
     "outbox",
+    "chat_leases",
     "delivery_attempts",
     "clarifications",
     "users",

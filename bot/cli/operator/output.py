@@ -227,10 +227,11 @@ def audit_json(entry: AuditEntry) -> JsonObject:
     }
 
 
-REPLICA_HEADERS = ("REPLICA", "HOST", "PID", "VERSION", "STARTED", "HEARTBEAT")
+REPLICA_HEADERS = ("REPLICA", "HOST", "PID", "VERSION", "STARTED", "HEARTBEAT", "CHATS")
 
 
-def replica_cells(replica: Replica) -> list[str]:
+def replica_cells(replica: Replica, chats: int) -> list[str]:
+    """``chats``: how many chats the replica holds (each is served by one replica)."""
     return [
         replica.id,
         replica.host,
@@ -238,11 +239,13 @@ def replica_cells(replica: Replica) -> list[str]:
         replica.version,
         when(replica.started_at),
         when(replica.heartbeat_at),
+        str(chats),
     ]
 
 
-def replica_json(replica: Replica) -> JsonObject:
+def replica_json(replica: Replica, chats: int) -> JsonObject:
     return {
+        "chats_held": chats,
         "id": replica.id,
         "host": replica.host,
         "pid": replica.pid,

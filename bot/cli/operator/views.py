@@ -46,6 +46,8 @@ class StoreFacts:
     paused: tuple[str, ...]
     replicas: tuple[Replica, ...]
     """Live daemons on this store (heartbeat younger than ``daemon.replica_expiry_s``)."""
+    chats_held: dict[str, int]
+    """How many chats each live replica holds (0 alone on SQLite, where all are its own)."""
 
     def to_json(self) -> JsonObject:
         return {
@@ -66,7 +68,11 @@ async def status(args: argparse.Namespace, settings: Settings) -> int:
         facts = str(exc)
     if args.json:
         store_json = {"error": facts} if isinstance(facts, str) else facts.to_json()
-        replicas = [] if isinstance(facts, str) else [replica_json(r) for r in facts.replicas]
+        replicas = (
+            []
+            if isinstance(facts, str)
+            else [replica_json(r, facts.chats_held.get(r.id, 0)) for r in facts.replicas]
+        )
         print_json(
             {
                 "ready": readiness.ready,
@@ -86,12 +92,14 @@ async def status(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _store_facts(store: Store, settings: Settings) -> StoreFacts:
     pairings = await store.access.pending_pairings(utc_now())
+    replicas = tuple(await store.replicas.live(utc_now(), settings.daemon.replica_expiry_s))
     return StoreFacts(
         conversations=await store.conversations.count(),
         outbox=await store.outbox.counts(),
         pairing_requests=len(pairings),
         paused=await _paused(store, settings),
-        replicas=tuple(await store.replicas.live(utc_now(), settings.daemon.replica_expiry_s)),
+        replicas=replicas,
+        chats_held={r.id: await store.leases.held(r.id) for r in replicas},
     )
 
 
@@ -128,7 +136,7 @@ def _print_status(readiness: Readiness, settings: Settings, facts: StoreFacts | 
     for name, value in lines:
         print(f"{name:<14} {value}")
     if not isinstance(facts, str) and facts.replicas:
-        cells = [replica_cells(replica) for replica in facts.replicas]
+        cells = [replica_cells(r, facts.chats_held.get(r.id, 0)) for r in facts.replicas]
         print(table(REPLICA_HEADERS, cells, indent="  "))
 
 

@@ -111,3 +111,30 @@ async def test_a_reserved_row_holds_its_chat_until_recovery_releases_it(
     finally:
         worker.cancel()
         await asyncio.gather(worker, return_exceptions=True)
+
+
+async def test_a_paused_chat_sends_nothing_until_the_takeover_is_done(
+    store: SqliteStore, clock: ManualClock
+) -> None:
+    """A replica taking a chat over from one that is gone (design §11 "replicas") keeps the
+    chat's rows back while it deals with what the other left; then they go, in order."""
+    channel = FakeChannel()
+    hub = ChannelHub(store.settings)
+    hub.add(channel)
+    hub.set_state("fake", ChannelState.RUNNING)
+    outbox = Outbox(store, hub, RateLimiter(), Counters(), RetryPolicy(clock=clock))
+    await store.outbox.enqueue_rows([_item("left by the other replica")])
+    worker = asyncio.create_task(outbox.run(), name="outbox")
+    chat = ("fake", "", "c1")
+    try:
+        with outbox.paused([chat]):
+            with outbox.paused([chat]):  # a sweep and an intake may overlap
+                await outbox.submit([_item("answer 6")])
+            async with asyncio.timeout(5):
+                await outbox.wait_idle()
+            assert channel.sent == []
+        await channel.wait_text("answer 6")
+        assert [sent.text for sent in channel.sent] == ["left by the other replica", "answer 6"]
+    finally:
+        worker.cancel()
+        await asyncio.gather(worker, return_exceptions=True)

@@ -102,9 +102,11 @@ async def test_a_running_daemon_is_a_live_replica_until_it_stops(settings: Setti
         store = daemon.kernel.store
         assert [r.id for r in await store.replicas.live(utc_now(), EXPIRY_S)] == [me.id]
 
+        # A shared store also says how many chats this replica holds (none yet).
+        leases = {"leases_held": 0} if backend == "postgres" else {}
         status, body = await http_get(daemon.daemon, "/healthz")
         assert status == 200
-        assert json.loads(body) == {"status": "ok", "replica": me.id, "backend": backend}
+        assert json.loads(body) == {"status": "ok", "replica": me.id, "backend": backend, **leases}
         status, body = await http_get(daemon.daemon, "/readyz")
         assert status == 200, body
         assert json.loads(body) == {
@@ -112,6 +114,7 @@ async def test_a_running_daemon_is_a_live_replica_until_it_stops(settings: Setti
             "reasons": [],
             "replica": me.id,
             "backend": backend,
+            **leases,
         }
         _, text = await http_get(daemon.daemon, "/metrics")
         info = [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Sequence
 from typing import Any
 
 from tests.fakes.telegram import inbound
@@ -212,6 +213,49 @@ class FakeTelegram(FakeTelegramServer):
                     f"FakeTelegram: expected {count} webhook deliveries, saw {seen}"
                 )
             return list(self._world.deliveries)
+
+    def balance_webhook(self, urls: Sequence[str] | None) -> None:
+        """Puts a load balancer in front of several replicas' webhook routes; ``[]``/None
+        removes it.
+
+        While ``urls`` is set (and setWebhook has set a webhook, whose secret header is still
+        sent), every webhook post goes to the next URL in the rotation, starting at ``urls[0]``,
+        instead of the setWebhook URL. Updates are still posted one at a time and in order; a
+        failed post (unreachable, timed out or non-2xx) is retried after ``webhook_retry_s`` on
+        the next URL, up to ``webhook_balanced_max_attempts`` tries instead of
+        ``webhook_max_attempts``. ``push_raw_webhook`` posts through the rotation too."""
+        with self._cond:
+            self._balancer.set(urls)
+        self._poke()
+
+    def balanced_deliveries(self) -> list[tuple[int, str]]:
+        """``(update_id, url that answered 2xx)`` per update accepted behind the balancer, in
+        delivery order (every try, failed ones too, stays in ``webhook_deliveries``)."""
+        with self._cond:
+            return list(self._balancer.accepted)
+
+    def wait_for_balanced_deliveries(
+        self, count: int, timeout: float = 5.0
+    ) -> list[tuple[int, str]]:
+        """``balanced_deliveries()`` once it holds at least ``count`` entries."""
+        refuse_running_loop("wait_for_balanced_deliveries", "await_balanced_deliveries(...)")
+        return self._wait_balanced(count, timeout)
+
+    async def await_balanced_deliveries(
+        self,
+        count: int,
+        timeout: float = 5.0,  # noqa: ASYNC109 - the wait runs in a worker thread
+    ) -> list[tuple[int, str]]:
+        return await asyncio.to_thread(self._wait_balanced, count, timeout)
+
+    def _wait_balanced(self, count: int, timeout: float) -> list[tuple[int, str]]:
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self._balancer.accepted) >= count, timeout):
+                raise AssertionError(
+                    f"FakeTelegram: expected {count} balanced webhook deliveries, saw "
+                    f"{self._balancer.accepted} (every try: {self._world.deliveries})"
+                )
+            return list(self._balancer.accepted)
 
     def push_raw_webhook(self, body: bytes, *, secret: str | None) -> int:
         """POSTs ``body`` to the webhook with this secret header (None = omitted); returns the

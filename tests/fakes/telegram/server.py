@@ -21,6 +21,7 @@ from aiohttp import web
 from typing_extensions import override
 
 from tests.fakes.loop_thread import LoopServer
+from tests.fakes.telegram.balancer import Balancer
 from tests.fakes.telegram.errors import ApiError, bad_request
 from tests.fakes.telegram.methods import ApiRequest, BotApi, canonical_method
 from tests.fakes.telegram.recording import Call, CallLog, Injections
@@ -41,6 +42,7 @@ class FakeTelegramServer(LoopServer):
 
     webhook_retry_s = 0.2
     webhook_max_attempts = 3
+    webhook_balanced_max_attempts = 600  # behind the balancer an update moves to a live replica
 
     def __init__(self, *, token: str, bot_id: int, bot_username: str) -> None:
         super().__init__("fake-telegram")
@@ -53,6 +55,7 @@ class FakeTelegramServer(LoopServer):
         self._api = BotApi(self._world)
         self._log = CallLog(self._cond)
         self._injections = Injections()
+        self._balancer = Balancer()
         self._token_valid = True
         self._poll_seq = 0
         self._runner: web.AppRunner | None = None
@@ -213,19 +216,26 @@ class FakeTelegramServer(LoopServer):
     # ------------------------------------------------------------------ webhook delivery
 
     async def _deliver_webhooks(self) -> None:
-        """Posts pending updates one at a time to the webhook while one is set."""
+        """Posts pending updates one at a time to the webhook (or, while balancing, to the next
+        replica in the rotation) while one is set."""
         while not self._stopping.is_set():
             changed = self._changed
             with self._cond:
                 hook = self._world.webhook
                 update = self._world.next_for_webhook() if hook is not None else None
-            if hook is None or update is None:
+                target = None
+                if hook is not None and update is not None:
+                    target = self._balancer.target(hook.url)
+            if hook is None or update is None or target is None:
                 await self._pause(None, changed)
                 continue
-            status = await self._post_webhook(hook.url, json.dumps(update).encode(), hook.secret)
+            status = await self._post_webhook(target.url, json.dumps(update).encode(), hook.secret)
             with self._cond:
                 attempts = self.webhook_max_attempts
+                if target.balanced:
+                    attempts = self.webhook_balanced_max_attempts
                 self._world.webhook_done(update["update_id"], status, max_attempts=attempts)
+                self._balancer.done(update["update_id"], target, status)
                 self._cond.notify_all()
             if not 200 <= status < 300:
                 await self._pause(self.webhook_retry_s)
@@ -246,9 +256,10 @@ class FakeTelegramServer(LoopServer):
     async def _post_raw_webhook(self, body: bytes, secret: str | None) -> int:
         with self._cond:
             hook = self._world.webhook
-        if hook is None:
-            raise AssertionError("FakeTelegram: no webhook is set (setWebhook was not called)")
-        return await self._post_webhook(hook.url, body, secret)
+            if hook is None:
+                raise AssertionError("FakeTelegram: no webhook is set (setWebhook was not called)")
+            target = self._balancer.target(hook.url)  # through the balancer while it is set
+        return await self._post_webhook(target.url, body, secret)
 
     def _run(self, coro: Any) -> Any:
         assert self._thread.loop is not None, "FakeTelegram is not running"

@@ -1,0 +1,65 @@
+"""Chat leases on SQLite: one daemon per store (the instance lock), so every chat is its own.
+
+Nothing is handed between replicas here: ``adopt`` holds whatever it is asked about and takes
+no entries (start-up recovery resumes the whole journal instead, design §11), ``exclusive``
+is held at once, and nobody ever wakes this daemon.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+
+from typing_extensions import override
+
+from bot.ports import Hold, LeaseStore
+from bot.ports.channel import solely
+from bot.records import Adoption, ChatRef
+
+
+class SqliteLeaseStore(LeaseStore):
+    @property
+    @override
+    def shared(self) -> bool:
+        return False
+
+    @override
+    async def adopt(
+        self,
+        replica: str,
+        now: datetime,
+        expiry_s: float,
+        chats: Collection[ChatRef] | None = None,
+        *,
+        fresh_start: bool = False,
+    ) -> Adoption:
+        held = frozenset(chats or ())
+        return Adoption(held=held, claimed=frozenset(), others={}, entries=())
+
+    @override
+    async def orphaned(
+        self, replica: str, now: datetime, expiry_s: float, *, fresh_start: bool = False
+    ) -> list[ChatRef]:
+        return []
+
+    @override
+    async def held(self, replica: str) -> int:
+        return 0
+
+    @override
+    async def release(self, replica: str) -> int:
+        return 0
+
+    @override
+    async def wake(self, replica_ids: Collection[str]) -> None:
+        return
+
+    @override
+    def on_wake(self, replica: str, callback: Callable[[], None]) -> None:
+        return
+
+    @override
+    def exclusive(self, name: str) -> AbstractAsyncContextManager[Hold]:
+        """Held at once: the instance lock already keeps every other daemon out."""
+        return solely(name)

@@ -1,0 +1,194 @@
+"""Chat leases between replicas on one PostgreSQL schema (design §11 "replicas"): a chat is
+held by one live replica, messages journaled elsewhere wait for it, and the chats and
+unfinished messages of a replica that is gone are taken over once, by one replica."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.ports import Store
+from bot.records import ChatRef, InboundStatus, Replica
+from store.sqlite import SqliteStore
+from tests.store.support import START, BackendStore, StoreFactory, enqueue, inbound, item, record
+
+EXPIRY_S = 15.0
+C1 = ChatRef("telegram", "", "c1")
+C2 = ChatRef("telegram", "", "c2")
+
+
+@pytest.fixture
+def backend() -> str:
+    """Leases matter where replicas share a store: PostgreSQL."""
+    return "postgres"
+
+
+@pytest.fixture
+async def pair(make_store: StoreFactory) -> AsyncIterator[tuple[BackendStore, BackendStore]]:
+    async with make_store() as a, make_store() as b:
+        await register(a, "a")
+        await register(b, "b")
+        yield a, b
+
+
+async def register(store: Store, replica_id: str, *, seconds: float = 0) -> None:
+    at = START + timedelta(seconds=seconds)
+    await store.replicas.register(
+        Replica(
+            id=replica_id,
+            host="h",
+            pid=1,
+            version="0",
+            backend="postgres",
+            started_at=at,
+            heartbeat_at=at,
+        )
+    )
+
+
+async def test_the_first_replica_claims_a_free_chat_and_takes_its_message(
+    pair: tuple[BackendStore, BackendStore],
+) -> None:
+    a, _ = pair
+    entry = await record(a, inbound("m1"), "k1")
+    adoption = await a.leases.adopt("a", START, EXPIRY_S, [C1])
+    assert adoption.held == {C1}
+    assert adoption.claimed == {C1}
+    assert [(t.entry.id, t.previous_owner) for t in adoption.entries] == [(entry, None)]
+    again = await a.leases.adopt("a", START, EXPIRY_S, [C1])
+    assert (again.held, again.claimed, again.entries) == (frozenset({C1}), frozenset(), ())
+    assert await a.leases.held("a") == 1
+
+
+async def test_a_message_journaled_by_another_replica_waits_for_the_holder_in_order(
+    pair: tuple[BackendStore, BackendStore],
+) -> None:
+    a, b = pair
+    first = await record(a, inbound("m1"), "k1")
+    await a.leases.adopt("a", START, EXPIRY_S, [C1])
+    second = await record(b, inbound("m2"), "k2")
+    third = await record(b, inbound("m3"), "k3")
+    at_b = await b.leases.adopt("b", START, EXPIRY_S, [C1])
+    assert (at_b.held, at_b.others, at_b.entries) == (frozenset(), {C1: "a"}, ())
+    assert await a.leases.orphaned("a", START, EXPIRY_S) == [C1]
+    at_a = await a.leases.adopt("a", START, EXPIRY_S)
+    assert [t.entry.id for t in at_a.entries] == [second, third]
+    assert all(t.previous_owner is None for t in at_a.entries)
+    assert first is not None
+    assert await a.leases.orphaned("a", START, EXPIRY_S) == []
+    assert await b.leases.orphaned("b", START, EXPIRY_S) == []  # a's, and a is live
+
+
+async def test_the_chats_of_a_replica_that_is_gone_are_taken_once_with_its_work(
+    pair: tuple[BackendStore, BackendStore], make_store: StoreFactory
+) -> None:
+    a, b = pair
+    running = await record(a, inbound("m1"), "k1")
+    queued = await record(a, inbound("m2", chat_id="c2"), "k2")
+    await a.leases.adopt("a", START, EXPIRY_S, [C1, C2])
+    assert running is not None
+    await a.inbound.update(running, InboundStatus.RUNNING)
+    later = START + timedelta(seconds=EXPIRY_S + 1)
+    await b.replicas.heartbeat("b", later)  # a's heartbeat stopped at START: a is gone
+    async with make_store() as c:
+        await register(c, "c", seconds=EXPIRY_S + 1)
+        assert await b.leases.orphaned("b", later, EXPIRY_S) == [C1, C2]
+        taken_b, taken_c = await asyncio.gather(
+            b.leases.adopt("b", later, EXPIRY_S), c.leases.adopt("c", later, EXPIRY_S)
+        )
+    taken = [t for adoption in (taken_b, taken_c) for t in adoption.entries]
+    assert sorted((t.entry.id, t.previous_owner) for t in taken) == [(running, "a"), (queued, "a")]
+    assert taken_b.claimed.isdisjoint(taken_c.claimed)
+    assert taken_b.claimed | taken_c.claimed == {C1, C2}
+
+
+async def test_pending_outbox_rows_of_a_chat_nobody_holds_are_work_to_take(
+    pair: tuple[BackendStore, BackendStore],
+) -> None:
+    a, b = pair
+    (row,) = await enqueue(a, [item("reply")])
+    assert await b.leases.orphaned("b", START, EXPIRY_S) == [C1]
+    assert await a.outbox.due(START, holder="a") == []
+    adoption = await a.leases.adopt("a", START, EXPIRY_S)
+    assert adoption.claimed == {C1}
+    assert [r.id for r in await a.outbox.due(START, holder="a")] == [row]
+    assert await b.outbox.due(START, holder="b") == []
+    assert await b.leases.orphaned("b", START, EXPIRY_S) == []
+    assert await a.outbox.next_due_at(holder="b") is None
+
+
+async def test_a_fresh_start_under_the_same_id_recovers_what_that_id_had(
+    pair: tuple[BackendStore, BackendStore],
+) -> None:
+    a, _ = pair
+    entry = await record(a, inbound("m1"), "k1")
+    await a.leases.adopt("a", START, EXPIRY_S, [C1])
+    assert await a.leases.orphaned("a", START, EXPIRY_S) == []
+    assert await a.leases.orphaned("a", START, EXPIRY_S, fresh_start=True) == [C1]
+    adoption = await a.leases.adopt("a", START, EXPIRY_S, fresh_start=True)
+    assert [(t.entry.id, t.previous_owner) for t in adoption.entries] == [(entry, "a")]
+    assert adoption.claimed == {C1}
+
+
+async def test_a_replica_is_woken_when_another_journals_for_its_chat(
+    make_store: StoreFactory,
+) -> None:
+    async with make_store(listen=True) as a, make_store() as b:
+        await register(a, "a")
+        await register(b, "b")
+        woken = asyncio.Event()
+        a.leases.on_wake("a", woken.set)
+        await a.leases.adopt("a", START, EXPIRY_S, [C1])
+        await record(b, inbound("m2"), "k2")
+        await b.leases.adopt("b", START, EXPIRY_S, [C1])
+        async with asyncio.timeout(5):
+            await woken.wait()
+        woken.clear()
+        await b.leases.wake(["*"])
+        async with asyncio.timeout(5):
+            await woken.wait()
+
+
+async def test_a_released_replica_holds_nothing(pair: tuple[BackendStore, BackendStore]) -> None:
+    a, b = pair
+    await a.leases.adopt("a", START, EXPIRY_S, [C1, C2])
+    assert await a.leases.release("a") == 2
+    assert (await b.leases.adopt("b", START, EXPIRY_S, [C1])).claimed == {C1}
+
+
+async def test_an_exclusive_name_has_one_holder_and_passes_on_when_it_is_let_go(
+    pair: tuple[BackendStore, BackendStore],
+) -> None:
+    a, b = pair
+    second_holds = asyncio.Event()
+
+    async def standby() -> None:
+        async with b.leases.exclusive("telegram:poll"):
+            second_holds.set()
+
+    async with a.leases.exclusive("telegram:poll") as hold:
+        waiting = asyncio.create_task(standby(), name="test:standby")
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(1.5):  # a bound on what must not happen
+                await asyncio.shield(second_holds.wait())
+        assert not hold.lost
+    async with asyncio.timeout(10):
+        await second_holds.wait()
+    await waiting
+
+
+async def test_sqlite_serves_one_daemon_that_holds_every_chat(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    async with store:
+        adoption = await store.leases.adopt("x", START, EXPIRY_S, [C1])
+        assert (store.leases.shared, adoption.held, adoption.entries) == (
+            False,
+            frozenset({C1}),
+            (),
+        )
+        async with store.leases.exclusive("telegram:poll") as hold:
+            assert not hold.lost
