@@ -32,6 +32,7 @@ from typing_extensions import override
 
 from agent.checkpoints import checkpointer
 from agent.graph import MODEL_NODE, REQUEST_TIMEOUT_S, AgentGraph, build_graph, chat_model
+from agent.lazy import describe
 from agent.tools import PRESENT_TOOL, build_tools
 from bot.config.settings import Settings
 from bot.config.store import StoreBackend
@@ -85,10 +86,7 @@ class EmbeddedBackend(StartClose):
 
     @property
     def description(self) -> str:
-        model = self._settings.agent.model
-        if model.offline:
-            return "embedded LangGraph agent, offline echo model (no model API key configured)"
-        return f"embedded LangGraph agent, model {model.name} at {model.base_url}"
+        return describe(self._settings)
 
     @override
     async def start(self) -> None:

@@ -143,6 +143,7 @@ class Daemon:
             )
             await self.http.start()
             stack.push_async_callback(self.http.aclose)
+            await heartbeat.beat()  # live, as the others see it, before taking work over
             await kernel.prepare()
             logger.info("agent: %s", agent.description)
             await self._serve(kernel, reloader)

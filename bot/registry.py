@@ -37,7 +37,7 @@ IMPORT_PATHS: dict[EdgeKind, dict[str, str]] = {
     },
     EdgeKind.AGENT: {
         "echo": "agent.echo:EchoBackend",
-        "embedded": "agent.embedded:EmbeddedBackend",
+        "embedded": "agent.lazy:LazyEmbeddedBackend",
         "remote": "agent.remote:RemoteBackend",
     },
     EdgeKind.STORE: {

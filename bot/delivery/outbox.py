@@ -134,15 +134,16 @@ class Outbox:
         (row,) = await self._store.outbox.enqueue_rows([item])  # the row as it now stands
         if self._holds.is_reserved(row):
             return None
-        if row.state is OutboxState.SENT:
-            return SentRef(message_ids=row.sent_message_ids)
-        if row.state is OutboxState.DEAD:
-            return None
+        if row.state is OutboxState.PENDING and row.id in self._finished:
+            row = await self._store.outbox.get(row.id) or row  # its attempt ended meanwhile
+        if row.state is not OutboxState.PENDING:
+            sent = row.state is OutboxState.SENT
+            return SentRef(message_ids=row.sent_message_ids) if sent else None
         if row.id in self._attempting:
             with self._waiting_for(row.id) as future:
-                sent = await future
-            if sent is not None:
-                return sent
+                sent_ref = await future
+            if sent_ref is not None:
+                return sent_ref
         self._withdrawn.add(row.id)
         await self._store.outbox.mark_dead(row.id, "withdrawn: superseded by a later delivery")
         return None

@@ -115,10 +115,11 @@ class ReplicaHeartbeat:
         self.beats += 1
 
     async def run(self) -> None:
-        """Beat every ``interval_s`` until cancelled."""
+        """Beat now, then every ``interval_s`` until cancelled: the start-up between
+        ``register`` and this loop must not make the replica look gone to the others."""
         while True:
-            await asyncio.sleep(self.interval_s)
             await self.beat()
+            await asyncio.sleep(self.interval_s)
 
     async def deregister(self) -> None:
         """Remove this replica's row (a clean stop); a failure is logged, the stop goes on."""

@@ -192,3 +192,19 @@ async def test_sqlite_serves_one_daemon_that_holds_every_chat(tmp_path: Path) ->
         )
         async with store.leases.exclusive("telegram:poll") as hold:
             assert not hold.lost
+
+
+async def test_two_replicas_claiming_one_free_chat_at_once_give_it_one_holder(
+    pair: tuple[BackendStore, BackendStore],
+) -> None:
+    a, b = pair
+    first = await record(a, inbound("m1"), "k1")
+    second = await record(b, inbound("m2"), "k2")
+    at_a, at_b = await asyncio.gather(
+        a.leases.adopt("a", START, EXPIRY_S, [C1]), b.leases.adopt("b", START, EXPIRY_S, [C1])
+    )
+    (winner, loser) = (at_a, at_b) if at_a.held else (at_b, at_a)
+    assert (winner.held, loser.held) == (frozenset({C1}), frozenset())
+    assert loser.others == {C1: "a" if winner is at_a else "b"}
+    assert {t.entry.id for t in winner.entries} == {first, second}
+    assert loser.entries == ()

@@ -41,9 +41,7 @@ async def replica(
     tmp_path: Path, name: str, schema: tuple[str, str], **sections: Any
 ) -> AsyncIterator[Side]:
     url, schema_name = schema
-    settings = make_settings(
-        tmp_path / name, store={"url": url, "schema": schema_name}, **sections
-    )
+    settings = make_settings(tmp_path / name, store={"url": url, "schema": schema_name}, **sections)
     channel, agent = FakeChannel(), FakeAgent()
     store = PostgresStore.from_url(url, schema=schema_name)
     async with running(settings, [channel], agent, store=store) as run:
@@ -53,8 +51,10 @@ async def replica(
 def _queued_reaction_on(message_id: str) -> Callable[[Sent], bool]:
     def matches(sent: Sent) -> bool:
         mark = sent.delivery
-        return isinstance(mark, ReactionMark) and mark.reaction is Reaction.QUEUED and (
-            mark.message_id == message_id
+        return (
+            isinstance(mark, ReactionMark)
+            and mark.reaction is Reaction.QUEUED
+            and (mark.message_id == message_id)
         )
 
     return matches

@@ -1,0 +1,174 @@
+"""Several ``switchboard run`` replicas on one PostgreSQL schema, for the end-to-end tests of
+design §11 "replicas": configs, processes, a model that names what it answers, and the
+traffic of chats that each send their next message once the previous one is answered."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import psycopg
+from aiohttp import web
+from typing_extensions import override
+
+from bench.replicas_load import answered
+from bench.soak_daemon import daemon_env, free_port
+from bench.soak_model import SoakModel, question
+from tests.fakes.openai_server import Reply, ToolCall
+from tests.fakes.telegram_api import FakeTelegram
+
+REPO = Path(__file__).resolve().parents[2]
+EXPIRY_S = 3.0
+"""``daemon.replica_expiry_s`` of the test replicas: how soon a killed one's chats move."""
+SECRET = "replica-secret"  # noqa: S105 - the webhook secret of the test
+ASK = "clarify"
+"""A user message containing this makes the model ask which colour (``ask_clarification``)."""
+
+
+class ReplicaModel(SoakModel):
+    """The soak's model (answers name the questions), which also asks a question when told."""
+
+    @override
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body: dict[str, Any] = await request.json()
+        last = body["messages"][-1]
+        if last.get("role") == "tool":
+            return await self._perform(request, body, Reply(text=f"noted: {last['content']}"))
+        if ASK in str(last.get("content")):
+            ask = ToolCall(
+                name="ask_clarification",
+                arguments={"question": "Which colour?", "options": ["red", "blue"]},
+            )
+            return await self._perform(request, body, Reply(tool_calls=(ask,)))
+        return await super()._chat(request)
+
+
+@dataclass(kw_only=True)
+class Replica:
+    """One daemon: its config and, while it runs, its process (log in ``log``)."""
+
+    name: str
+    config: Path
+    port: int
+    log: Path
+    process: subprocess.Popen[str] | None = None
+    _out: IO[str] | None = field(default=None, repr=False)
+
+    @property
+    def webhook_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/telegram/webhook"
+
+    def start(self) -> None:
+        self._out = self.log.open("a")
+        self.process = subprocess.Popen(  # noqa: S603 - our own CLI
+            [sys.executable, "-m", "bot", "run", "-c", str(self.config)],
+            stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT, text=True,
+            env=daemon_env(), cwd=REPO,
+        )  # fmt: skip
+
+    async def kill(self, sig: signal.Signals = signal.SIGKILL) -> int:
+        assert self.process is not None
+        self.process.send_signal(sig)
+        code = await asyncio.to_thread(self.process.wait, 60)
+        if self._out is not None:
+            self._out.close()
+        return code
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text().splitlines()[-60:])
+
+
+def write_config(  # noqa: PLR0913 - what differs between the tests' replicas
+    work: Path,
+    name: str,
+    *,
+    fake: FakeTelegram,
+    model: SoakModel,
+    store_url: str,
+    schema: str,
+    webhook: bool,
+) -> Replica:
+    port = free_port()
+    telegram: dict[str, Any] = {
+        "enabled": True, "token": fake.token, "api_base_url": fake.api_origin,
+    }  # fmt: skip
+    if webhook:
+        telegram["mode"] = "webhook"
+        telegram["webhook"] = {
+            "url": f"http://127.0.0.1:{port}/telegram/webhook", "secret_token": SECRET,
+        }  # fmt: skip
+    data = {
+        "config_version": 1,
+        "state_dir": str(work / name),
+        "log": {"level": "INFO"},
+        "http": {"enabled": True, "host": "127.0.0.1", "port": port},
+        "access": {"dm_policy": "open"},
+        "agent": {
+            "backend": "embedded",
+            "run_timeout_s": 60,
+            "model": {"base_url": model.base_url, "api_key": "sk-test", "name": "soak-model"},
+        },
+        "store": {"url": store_url, "schema": schema, "pool_size": 4},
+        "daemon": {"shutdown_grace_s": 5, "replica_id": None, "replica_expiry_s": EXPIRY_S},
+        "channels": {"telegram": telegram},
+    }
+    path = work / f"{name}.yaml"
+    path.write_text(json.dumps(data))  # JSON is YAML
+    return Replica(name=name, config=path, port=port, log=work / f"{name}.log")
+
+
+async def converse(fake: FakeTelegram, chat_id: int, chat: int, messages: int) -> None:
+    """Send ``messages`` questions to ``chat_id``, each once the previous one is answered."""
+    for index in range(1, messages + 1):
+        fake.push_message(question(chat, index), chat_id=chat_id, user_id=chat_id)
+        marker = f"q{chat}-{index}"
+        while marker not in answered(fake, chat_id):  # noqa: ASYNC110 - the fake raises no event
+            await asyncio.sleep(0.05)
+
+
+async def holders(store_url: str, schema: str) -> dict[str, str]:
+    """Which replica holds which chat (``chat_id`` → replica id), read from the store."""
+    async with await psycopg.AsyncConnection.connect(store_url, autocommit=True) as conn:
+        cursor = await conn.execute(
+            psycopg.sql.SQL("SELECT chat_id, owner FROM {}.chat_leases").format(
+                psycopg.sql.Identifier(schema)
+            )
+        )
+        return {str(chat): str(owner) for chat, owner in await cursor.fetchall()}
+
+
+async def replica_ids(store_url: str, schema: str) -> dict[int, str]:
+    """The live replicas' ids by pid."""
+    async with await psycopg.AsyncConnection.connect(store_url, autocommit=True) as conn:
+        cursor = await conn.execute(
+            psycopg.sql.SQL("SELECT pid, id FROM {}.replicas").format(
+                psycopg.sql.Identifier(schema)
+            )
+        )
+        return {int(pid): str(rid) for pid, rid in await cursor.fetchall()}
+
+
+def every(replicas: list[Replica]) -> Iterator[Replica]:
+    return (replica for replica in replicas if replica.process is not None)
+
+
+async def wait_ready(replica: Replica, within: float = 60.0) -> None:
+    """Until the replica's ``/readyz`` says ready (its channel runs); fails past ``within``."""
+    import aiohttp  # noqa: PLC0415 - only the e2e tests need a client
+
+    async with asyncio.timeout(within), aiohttp.ClientSession() as session:
+        while True:
+            try:
+                async with session.get(f"http://127.0.0.1:{replica.port}/readyz") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
