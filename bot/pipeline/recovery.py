@@ -6,10 +6,10 @@ in the outbox, the outbox delivers it; otherwise the turn runs again — once, w
 an apology instead of a third attempt.
 
 Placeholders the crashed process left are finished here, never left "thinking": one that
-was sent is edited to say the turn was interrupted and the answer follows (a quick re-run
-answers in a new message; one that streams keeps the turn's correlation id, so its placeholder
-send finds this one and its answer replaces the notice). One still pending may have reached the
-platform anyway (a crash between the platform's answer and the sent mark). Where the platform
+was sent is edited to say the turn was interrupted and the answer follows (the re-run streams
+into a placeholder of its own, ``placeholder/resumed``, so its answer comes below). One still
+pending may have reached the platform anyway (a crash between the platform's answer and the
+sent mark). Where the platform
 dedupes sends, it is sent again under its key once its channel runs, which names the message
 the platform took (or posts the interrupted notice if it took none), and that message is edited
 the same way (``LeftPlaceholders``); elsewhere nothing could find that message again, so the
@@ -71,17 +71,18 @@ def _is_placeholder(row: OutboxRow) -> bool:
 
 
 def _interrupted_edit(row: OutboxRow, message_id: str) -> OutboxItem:
-    """The edit that finishes a placeholder; keyed by the placeholder's own index, so
-    finishing it again (a second restart) records nothing new."""
+    """The edit that finishes a placeholder; keyed by the placeholder's own key, so finishing
+    it again (a second restart) records nothing new."""
     edit = TextEdit(
         destination=row.item.delivery.destination,
         message_id=message_id,
         text=INTERRUPTED_PLACEHOLDER,
         kind=OutboundKind.NOTICE,
     )
-    index = row.item.idempotency_key.rpartition("/")[2]
+    correlation = row.item.correlation_id
+    tag = row.item.idempotency_key.removeprefix(f"{correlation}/")  # placeholder[/resumed]/N
     return OutboxItem(
-        idempotency_key=f"{row.item.correlation_id}/recovery-placeholder/{index}",
+        idempotency_key=f"{correlation}/recovery-{tag}",
         delivery=edit, key=row.item.key, thread_id=row.item.thread_id,
         correlation_id=row.item.correlation_id,
     )  # fmt: skip

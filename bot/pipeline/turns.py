@@ -174,7 +174,7 @@ class TurnRunner:
             channel,
             (self._outbox.send_now, self._outbox.withdraw),
             self._limiter,
-            ctx.tagged("placeholder"),
+            ctx.tagged(_placeholder_tag(request)),
         )
         scope = _Scope(
             request=request, channel=channel, ctx=ctx, stream=stream, workspace=workspace,
@@ -364,3 +364,12 @@ def _items(ctx: ReplyContext, deliveries: list[Delivery]) -> list[OutboxItem]:
 
 def _system_sender() -> Sender:
     return Sender(id="", display_name="")
+
+
+def _placeholder_tag(request: TurnRequest) -> str:
+    """A re-run after a crash keeps its turn's correlation id but gets a placeholder of its
+    own: the interrupted turn's placeholder is recovery's to finish ("the answer follows
+    below"), and on some platforms a finished one cannot be edited again (design §11)."""
+    if any(item.recovered for item in request.items):
+        return "placeholder/resumed"
+    return "placeholder"

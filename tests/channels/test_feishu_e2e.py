@@ -236,7 +236,7 @@ async def test_kill_9_after_feishu_took_the_placeholder_unrecorded_leaves_no_car
         resent = [c for c in fake.calls("im.message.reply") if c.at > taken.at]
     assert first.returncode == -signal.SIGKILL
     assert code == 0, (tmp_path / "run2.log").read_text()
-    assert _placeholder_states(state) == ["sent"]
+    assert set(_placeholder_states(state)) == {"sent"}  # the left one, and the re-run's own
     assert sum("the one answer" in text for text in shown) == 1, shown
     assert sorted(shown) == sorted([INTERRUPTED_PLACEHOLDER, RESUMING_NOTICE, "the one answer"])
     assert not any(_streaming(fake, m) for m in messages), shown

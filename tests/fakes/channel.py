@@ -233,3 +233,17 @@ def group(
         text=text,
         **extra,  # type: ignore[arg-type]
     )
+
+
+def queued_reaction_on(message_id: str) -> Callable[[Sent], bool]:
+    """Matches the "queued" reaction on the user's message ``message_id`` (design §5)."""
+
+    def matches(sent: Sent) -> bool:
+        mark = sent.delivery
+        return (
+            isinstance(mark, ReactionMark)
+            and mark.reaction is Reaction.QUEUED
+            and mark.message_id == message_id
+        )
+
+    return matches

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-from bot.messages import Reaction, ReactionMark
 from bot.records import InboundStatus
 from tests.bot.harness import inbound_outcomes, make_settings, routed, running
 from tests.fakes.agent import FakeAgent
-from tests.fakes.channel import PLAIN_CAPS, FakeChannel, Sent, dm
+from tests.fakes.channel import PLAIN_CAPS, FakeChannel, dm, queued_reaction_on
 
 
 async def test_queue_policy_merges_waiting_messages_into_one_turn(tmp_path: Path) -> None:
@@ -21,7 +19,7 @@ async def test_queue_policy_merges_waiting_messages_into_one_turn(tmp_path: Path
         await channel.inject(dm("second", message_id="2"))
         await channel.inject(dm("third", message_id="3"))
         for message_id in ("2", "3"):
-            await channel.wait_for(_queued_reaction_on(message_id))
+            await channel.wait_for(queued_reaction_on(message_id))
         release.set()
         await channel.wait_text("echo: second\n\nthird")
     assert [run.turn.text for run in agent.runs] == ["slow first", "second\n\nthird"]
@@ -116,15 +114,3 @@ async def test_stop_cancels_the_running_turn_and_clears_the_queue(tmp_path: Path
         (queued,) = await daemon.kernel.store.inbound.find("fake", "2")
     assert queued.reason == "stopped"
     assert len(agent.runs) == 1
-
-
-def _queued_reaction_on(message_id: str) -> Callable[[Sent], bool]:
-    def matches(sent: Sent) -> bool:
-        mark = sent.delivery
-        return (
-            isinstance(mark, ReactionMark)
-            and mark.reaction is Reaction.QUEUED
-            and mark.message_id == message_id
-        )
-
-    return matches

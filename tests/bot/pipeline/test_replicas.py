@@ -5,7 +5,7 @@ that stops cleanly leaves its queued work to the other, which answers it at once
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,12 +13,11 @@ from typing import Any
 
 import pytest
 
-from bot.messages import Reaction, ReactionMark
 from bot.records import InboundStatus
 from store.postgres import PostgresStore
 from tests.bot.harness import Running, make_settings, running
 from tests.fakes.agent import FakeAgent
-from tests.fakes.channel import FakeChannel, Sent, dm
+from tests.fakes.channel import FakeChannel, dm, queued_reaction_on
 from tests.postgres import fresh_schema, require_postgres
 
 
@@ -48,18 +47,6 @@ async def replica(
         yield Side(channel=channel, agent=agent, run=run)
 
 
-def _queued_reaction_on(message_id: str) -> Callable[[Sent], bool]:
-    def matches(sent: Sent) -> bool:
-        mark = sent.delivery
-        return (
-            isinstance(mark, ReactionMark)
-            and mark.reaction is Reaction.QUEUED
-            and (mark.message_id == message_id)
-        )
-
-    return matches
-
-
 async def test_a_message_reaching_the_other_replica_is_queued_behind_the_holders_turn(
     tmp_path: Path, schema: tuple[str, str]
 ) -> None:
@@ -70,7 +57,7 @@ async def test_a_message_reaching_the_other_replica_is_queued_behind_the_holders
         await b.channel.inject(dm("second", message_id="2"))
         await b.channel.inject(dm("third", message_id="3"))
         for message_id in ("2", "3"):
-            await a.channel.wait_for(_queued_reaction_on(message_id))
+            await a.channel.wait_for(queued_reaction_on(message_id))
         release.set()
         await a.channel.wait_text("echo: second\n\nthird")
     assert [run.turn.text for run in a.agent.runs] == ["slow first", "second\n\nthird"]
@@ -86,7 +73,7 @@ async def test_stop_through_the_other_replica_stops_the_holders_turn(
         await a.channel.inject(dm("slow first", message_id="1"))
         await a.agent.wait_runs(1)
         await b.channel.inject(dm("queued one", message_id="2"))
-        await a.channel.wait_for(_queued_reaction_on("2"))
+        await a.channel.wait_for(queued_reaction_on("2"))
         await b.channel.inject(dm("/stop", message_id="3"))
         await a.channel.wait_text("Stopped the running reply. Dropped 1 queued message.")
         await a.channel.wait_text("⏹️ Stopped.")
@@ -138,7 +125,7 @@ async def test_a_replica_that_stops_leaves_its_queued_work_to_the_other(
             await a.channel.inject(dm("slow first", message_id="1"))
             await a.agent.wait_runs(1)
             await a.channel.inject(dm("waiting", message_id="2"))
-            await a.channel.wait_for(_queued_reaction_on("2"))
+            await a.channel.wait_for(queued_reaction_on("2"))
         # a stopped: its turn was cancelled for resumption and its queue left in the journal.
         await b.channel.wait_text("echo: slow first", within=10)
         await b.channel.wait_text("waiting", within=10)
