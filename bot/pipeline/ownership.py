@@ -86,11 +86,8 @@ class ChatOwnership:
 
     async def admit(self, items: Sequence[Accepted]) -> None:
         """Journaled messages, each holding a bus reservation: onto the bus if this replica
-        holds their chat (with older ones of the chat nobody took), else left for the holder."""
-        if not self.shared:
-            for item in items:
-                self._bus.put_reserved(item)
-            return
+        holds their chat (with older ones of the chat nobody took), else left for the holder.
+        Intake calls it on a shared store only (alone, a daemon puts them on the bus itself)."""
         chats = {ChatRef.of(item.message) for item in items}
         try:
             adoption = await self._leases.adopt(self.replica_id, utc_now(), self._expiry_s(), chats)

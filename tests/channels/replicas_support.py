@@ -133,26 +133,15 @@ async def converse(fake: FakeTelegram, chat_id: int, chat: int, messages: int) -
             await asyncio.sleep(0.05)
 
 
-async def holders(store_url: str, schema: str) -> dict[str, str]:
-    """Which replica holds which chat (``chat_id`` → replica id), read from the store."""
+async def chats_by_pid(store_url: str, schema: str) -> dict[int, int]:
+    """How many chats each live replica holds, by its process id, read from the store."""
+    query = psycopg.sql.SQL(
+        "SELECT r.pid, count(*) FROM {schema}.chat_leases l"
+        " JOIN {schema}.replicas r ON r.id = l.owner GROUP BY r.pid"
+    ).format(schema=psycopg.sql.Identifier(schema))
     async with await psycopg.AsyncConnection.connect(store_url, autocommit=True) as conn:
-        cursor = await conn.execute(
-            psycopg.sql.SQL("SELECT chat_id, owner FROM {}.chat_leases").format(
-                psycopg.sql.Identifier(schema)
-            )
-        )
-        return {str(chat): str(owner) for chat, owner in await cursor.fetchall()}
-
-
-async def replica_ids(store_url: str, schema: str) -> dict[int, str]:
-    """The live replicas' ids by pid."""
-    async with await psycopg.AsyncConnection.connect(store_url, autocommit=True) as conn:
-        cursor = await conn.execute(
-            psycopg.sql.SQL("SELECT pid, id FROM {}.replicas").format(
-                psycopg.sql.Identifier(schema)
-            )
-        )
-        return {int(pid): str(rid) for pid, rid in await cursor.fetchall()}
+        cursor = await conn.execute(query)
+        return {int(pid): int(count) for pid, count in await cursor.fetchall()}
 
 
 def every(replicas: list[Replica]) -> Iterator[Replica]:

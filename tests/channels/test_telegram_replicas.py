@@ -9,7 +9,6 @@ import asyncio
 import functools
 import json
 import signal
-from collections import Counter
 from pathlib import Path
 
 from bench.replicas_load import answered
@@ -18,10 +17,9 @@ from tests.channels.replicas_support import (
     EXPIRY_S,
     Replica,
     ReplicaModel,
+    chats_by_pid,
     converse,
     every,
-    holders,
-    replica_ids,
     wait_ready,
     write_config,
 )
@@ -44,13 +42,8 @@ async def _until_answered(fake: FakeTelegram, count: int) -> None:
 
 async def _busiest(replicas: list[Replica], url: str, schema: str) -> Replica:
     """The running replica that holds the most chats."""
-    by_pid = await replica_ids(url, schema)
-    held = Counter((await holders(url, schema)).values())
-
-    def chats(replica: Replica) -> int:
-        return 0 if replica.process is None else held[by_pid.get(replica.process.pid, "")]
-
-    return max(every(replicas), key=chats)
+    held = await chats_by_pid(url, schema)
+    return max(every(replicas), key=lambda r: held.get(r.process.pid, 0) if r.process else 0)
 
 
 async def _poller(replicas: list[Replica]) -> Replica:
