@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Collection
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import psycopg
@@ -124,10 +124,11 @@ class PgHold(Hold):
 class PgLeaseStore(LeaseStore):
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
-        self._known: dict[str, set[ChatRef]] = {}
-        """Chats each replica of this process was seen to hold: ``adopt`` of only those skips
-        the claim (a lease is lost only with its owner's liveness, which this process would
-        have to have lost first)."""
+        self._known: dict[str, dict[ChatRef, datetime]] = {}
+        """Chats each replica of this process was seen to hold, and as of when (``now``):
+        ``adopt`` of only chats seen within half the expiry skips the claim. Older sightings
+        are checked again, so a replica whose loop stalled past the expiry (its chats taken
+        meanwhile) learns that it lost them within that time, not never."""
 
     @property
     @override
@@ -163,8 +164,15 @@ class PgLeaseStore(LeaseStore):
         fresh_start: bool = False,
     ) -> Adoption:
         params = self._params(replica, now, expiry_s, fresh_start=fresh_start)
-        known = self._known.setdefault(replica, set())
-        if chats is not None and not fresh_start and known.issuperset(chats):
+        known = self._known.setdefault(replica, {})
+        seen_since = now - timedelta(seconds=expiry_s / 2)
+        if (
+            chats is not None
+            and not fresh_start
+            and all(
+                known.get(chat, datetime.min.replace(tzinfo=UTC)) > seen_since for chat in chats
+            )
+        ):
             held = sorted(set(chats), key=_order)
             async with self._db.shared() as session:  # one statement: atomic on its own
                 entries = await self._take(session, params | _chat_params(held))
@@ -186,8 +194,9 @@ class PgLeaseStore(LeaseStore):
             others = {c: owner for c, owner in holders.items() if owner != replica}
             entries = await self._take(tx, params | _chat_params(held)) if held else ()
             await self._wake(tx, set(others.values()))
-        known.update(held)
-        known.difference_update(others)
+        known.update(dict.fromkeys(held, now))
+        for chat in others:
+            known.pop(chat, None)
         if fresh_start:
             claimed.update(held)
         return Adoption(

@@ -208,3 +208,20 @@ async def test_two_replicas_claiming_one_free_chat_at_once_give_it_one_holder(
     assert loser.others == {C1: "a" if winner is at_a else "b"}
     assert {t.entry.id for t in winner.entries} == {first, second}
     assert loser.entries == ()
+
+
+async def test_a_replica_that_was_not_live_learns_its_chat_moved_at_its_next_intake(
+    pair: tuple[BackendStore, BackendStore],
+) -> None:
+    """A stalled replica (no heartbeat past the expiry) lost its chat meanwhile: what is
+    journaled for the chat after that is the new holder's, not taken on an old sighting."""
+    a, b = pair
+    await record(a, inbound("m1"), "k1")
+    await a.leases.adopt("a", START, EXPIRY_S, [C1])
+    later = START + timedelta(seconds=EXPIRY_S + 1)
+    await b.replicas.heartbeat("b", later)
+    assert (await b.leases.adopt("b", later, EXPIRY_S)).claimed == {C1}
+    await a.replicas.heartbeat("a", later)  # a's loop runs again
+    await record(a, inbound("m2"), "k2")
+    at_a = await a.leases.adopt("a", later, EXPIRY_S, [C1])
+    assert (at_a.held, at_a.others, at_a.entries) == (frozenset(), {C1: "b"}, ())
