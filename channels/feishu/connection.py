@@ -54,6 +54,7 @@ logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
+CANCEL_AGAIN_S = 0.5
 DRAIN_TIMEOUT_S = 3.0
 _ONE_CLIENT = threading.Lock()
 """``lark_oapi.ws.client.loop`` is one global: one long-connection thread at a time."""
@@ -178,19 +179,29 @@ class LongConnection:
             raise ChannelError(f"Feishu long connection failed: {error}") from error
 
     async def close(self) -> None:
+        """Stop the thread. The cancellation is sent again every ``CANCEL_AGAIN_S`` until the
+        thread ends: one that lands between two of the SDK's ``run_until_complete`` calls (a
+        close right after connecting) finds only the first call's tasks, and ``start`` goes
+        on to create its ping loop and wait forever."""
         with self._handoff:
             self._closing = True
             loop, client = self._loop, self._client
-        if loop is not None and client is not None:
-            with contextlib.suppress(RuntimeError):  # the thread's loop already closed
-                loop.call_soon_threadsafe(_cancel_everything, client)
         thread = self._thread
         if thread is None:
             return
-        done, _ = await asyncio.wait({asyncio.wrap_future(self._done)}, timeout=STOP_TIMEOUT_S)
-        if not done:
-            logger.error("feishu long-connection thread did not stop within %.0fs", STOP_TIMEOUT_S)
-            return
+        finished = asyncio.wrap_future(self._done)
+        deadline = asyncio.get_running_loop().time() + STOP_TIMEOUT_S
+        while not finished.done():
+            if loop is not None and client is not None:
+                with contextlib.suppress(RuntimeError):  # the thread's loop already closed
+                    loop.call_soon_threadsafe(_cancel_everything, client)
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                logger.error(
+                    "feishu long-connection thread did not stop within %.0fs", STOP_TIMEOUT_S
+                )
+                return
+            await asyncio.wait({finished}, timeout=min(CANCEL_AGAIN_S, left))
         await asyncio.to_thread(thread.join, 1.0)
 
     # ------------------------------------------------------------------ on the SDK thread
