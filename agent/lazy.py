@@ -44,7 +44,9 @@ class LazyEmbeddedBackend:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._backend: _Probing | None = None
-        self._loading = asyncio.Lock()
+        self._load: asyncio.Task[_Probing] | None = None
+        """The load, a task of this backend's own: a turn cancelled while it waits (``/stop``,
+        a shutdown) must not cancel it halfway, leaving a checkpoint connection open."""
         self._closed = False
 
     @property
@@ -63,22 +65,28 @@ class LazyEmbeddedBackend:
         return cast(_Probing, module.EmbeddedBackend(self._settings))
 
     async def _opened(self) -> _Probing:
-        async with self._loading:
-            if self._closed:
-                raise AgentError("The agent is stopping.", detail="LazyEmbeddedBackend closed")
-            if self._backend is None:
-                backend = await self._new()
-                try:
-                    await backend.start()
-                except AgentError:
-                    raise
-                except Exception as exc:
-                    logger.exception("the embedded agent could not start")
-                    raise AgentError(
-                        "The agent could not start; try again in a moment.", detail=str(exc)
-                    ) from exc
-                self._backend = backend
+        if self._backend is not None:
             return self._backend
+        if self._closed:
+            raise AgentError("The agent is stopping.", detail="LazyEmbeddedBackend closed")
+        if self._load is None or self._load.done():  # first use, or the last load failed
+            self._load = asyncio.create_task(self._open(), name="agent:load")
+        return await asyncio.shield(self._load)
+
+    async def _open(self) -> _Probing:
+        backend = await self._new()
+        try:
+            await backend.start()
+        except BaseException as exc:
+            await backend.aclose()  # whatever it opened before it failed
+            if isinstance(exc, AgentError | asyncio.CancelledError):
+                raise
+            logger.exception("the embedded agent could not start")
+            raise AgentError(
+                "The agent could not start; try again in a moment.", detail=str(exc)
+            ) from exc
+        self._backend = backend
+        return backend
 
     async def create_thread(self) -> str:
         return uuid.uuid4().hex  # as EmbeddedBackend: no need to load it for a name
@@ -97,8 +105,12 @@ class LazyEmbeddedBackend:
         return await (await self._new()).probe()
 
     async def aclose(self) -> None:
-        async with self._loading:
-            self._closed = True
-            backend, self._backend = self._backend, None
+        """Close the backend, after a load under way has finished (so nothing it opens is
+        left open)."""
+        self._closed = True
+        load, self._load = self._load, None
+        if load is not None:
+            await asyncio.gather(load, return_exceptions=True)
+        backend, self._backend = self._backend, None
         if backend is not None:
             await backend.aclose()
