@@ -25,7 +25,6 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -34,6 +33,7 @@ from langgraph.prebuilt.tool_node import ToolInvocationError
 from pydantic import SecretStr
 
 from agent.offline_model import OfflineEchoModel
+from agent.openai_model import UnwalkedHistoryChatOpenAI
 from agent.tools import build_tools
 from bot.config.settings import DEFAULT_MODEL_BASE_URL, AgentSettings, ModelSettings
 
@@ -138,7 +138,7 @@ def chat_model(
     if settings.offline:
         return OfflineEchoModel()
     key = settings.api_key if settings.api_key and settings.api_key.get_secret_value() else None
-    return ChatOpenAI(
+    return UnwalkedHistoryChatOpenAI(
         model=settings.name,
         base_url=settings.base_url,
         api_key=key or SecretStr("not-needed"),

@@ -86,7 +86,9 @@ class ProgressStream:
         self._quiet = None
         caps = self._channel.capabilities
         name = self._ctx.destination.chat_id
-        if caps.typing:
+        if caps.typing and not (caps.edits and self._parts):
+            # Text already streamed: its placeholder goes out now and says more than "typing"
+            # would (a turn slowed by a busy loop would otherwise cost one more request).
             self._tasks.append(asyncio.create_task(self._typing(), name=f"typing:{name}"))
         if caps.edits:
             self._tasks.append(asyncio.create_task(self._edits(), name=f"progress:{name}"))

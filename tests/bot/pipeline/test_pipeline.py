@@ -98,3 +98,16 @@ async def test_reply_to_bot_message_continues_its_thread(tmp_path: Path) -> None
     assert entry.status is InboundStatus.DROPPED
     assert entry.reason == "not_addressed"
     assert [run.thread_id for run in agent.runs] == ["t1", "t1"]
+
+
+async def test_text_streamed_before_progress_begins_skips_the_typing_call(tmp_path: Path) -> None:
+    channel, agent = FakeChannel(), FakeAgent()
+    release = agent.hold("slow")
+    async with running(make_settings(tmp_path), [channel], agent):
+        await channel.inject(dm("slow hello", message_id="1"))
+        await channel.wait_for(
+            lambda s: isinstance(s.delivery, OutboundText) and "working" in s.text
+        )
+        release.set()
+        await channel.wait_text("echo: slow hello")
+    assert channel.typing_count == 0
