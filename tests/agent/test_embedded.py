@@ -45,6 +45,11 @@ async def test_streams_text_deltas_that_add_up_to_the_final_text(
     assert request.messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
     assert request.messages[1:] == [{"role": "user", "content": "hi"}]
     assert request.authorization == "Bearer sk-test"
+    # History and tool schemas travel as extra_body (agent/openai_model.py): same wire body.
+    tools = {tool["function"]["name"]: tool for tool in request.body["tools"]}
+    assert "ask_clarification" in tools
+    assert tools["ask_clarification"]["type"] == "function"
+    assert "question" in tools["ask_clarification"]["function"]["parameters"]["properties"]
 
 
 async def test_second_turn_sees_the_first_exchange(
