@@ -24,7 +24,7 @@ from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import Lanes
 from bot.pipeline.ownership import ChatOwnership
-from bot.pipeline.recovery import LeftPlaceholders, notice_sender, recover
+from bot.pipeline.recovery import LeftPlaceholders, Notify, notice_sender, recover
 from bot.pipeline.router import Router, RouterDeps
 from bot.pipeline.sessions import Sessions
 from bot.pipeline.turns import TurnDeps, TurnRunner
@@ -56,6 +56,8 @@ class Kernel:
     """Placeholders a crash left pending, finished once their channels run (design §11)."""
     ownership: ChatOwnership
     """The chats this replica serves, on a store several share (design §11 "replicas")."""
+    notify: Notify
+    """Tells a chat that its turn is resumed or lost after a crash or a takeover."""
 
     def add_channel(self, channel: Channel) -> None:
         """A channel the daemon starts with (it starts in state ``starting``)."""
@@ -76,8 +78,7 @@ class Kernel:
             await self.ownership.sweep(fresh_start=True)
             return
         await self.placeholders.collect()
-        notify = notice_sender(self.outbox.submit, self.sessions, self.hub.capabilities_of)
-        await recover(self.store, self.bus, notify, self.outbox.submit)
+        await recover(self.store, self.bus, self.notify, self.outbox.submit)
 
     def recovery_loops(self) -> list[tuple[str, Loop]]:
         """The deferred part of crash recovery, one loop per channel with left placeholders
@@ -141,10 +142,10 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     lanes = Lanes(runner, current.agent.max_concurrent_runs)
     commands = default_registry()
     placeholders = LeftPlaceholders(store, outbox, hub)
+    notify = notice_sender(outbox.submit, sessions, hub.capabilities_of)
     ownership = ChatOwnership(
         store, bus, outbox, placeholders, replica_id=replica_id,
-        expiry_s=lambda: settings().daemon.replica_expiry_s,
-        notify=notice_sender(outbox.submit, sessions, hub.capabilities_of), submit=outbox.submit,
+        expiry_s=lambda: settings().daemon.replica_expiry_s, notify=notify, submit=outbox.submit,
     )  # fmt: skip
     router = Router(
         RouterDeps(
@@ -161,7 +162,7 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
         sessions=sessions, commands=commands, counters=counters,
         housekeeping=Housekeeping(settings, store, hub, outbox, clarifications),
         clarifications=clarifications, limiter=limiter,
-        placeholders=placeholders, ownership=ownership,
+        placeholders=placeholders, ownership=ownership, notify=notify,
     )  # fmt: skip
 
 

@@ -1,30 +1,28 @@
 """Several ``switchboard run`` replicas on one PostgreSQL schema, for the end-to-end tests of
 design §11 "replicas": configs, processes, a model that names what it answers, and the
-traffic of chats that each send their next message once the previous one is answered."""
+traffic of chats that each send their next message once the previous one is answered. The
+processes are ``bench/replicas_fleet.py``'s, which the replica benchmark runs too."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import psycopg
 from aiohttp import web
 from typing_extensions import override
 
+from bench.replicas_fleet import Replica
 from bench.replicas_load import answered
-from bench.soak_daemon import daemon_env, free_port
+from bench.soak_daemon import free_port
 from bench.soak_model import SoakModel, question
 from tests.fakes.openai_server import Reply, ToolCall
 from tests.fakes.telegram_api import FakeTelegram
 
-REPO = Path(__file__).resolve().parents[2]
 EXPIRY_S = 3.0
 """``daemon.replica_expiry_s`` of the test replicas: how soon a killed one's chats move."""
 SECRET = "replica-secret"  # noqa: S105 - the webhook secret of the test
@@ -48,41 +46,6 @@ class ReplicaModel(SoakModel):
             )
             return await self._perform(request, body, Reply(tool_calls=(ask,)))
         return await super()._chat(request)
-
-
-@dataclass(kw_only=True)
-class Replica:
-    """One daemon: its config and, while it runs, its process (log in ``log``)."""
-
-    name: str
-    config: Path
-    port: int
-    log: Path
-    process: subprocess.Popen[str] | None = None
-    _out: IO[str] | None = field(default=None, repr=False)
-
-    @property
-    def webhook_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/telegram/webhook"
-
-    def start(self) -> None:
-        self._out = self.log.open("a")
-        self.process = subprocess.Popen(  # noqa: S603 - our own CLI
-            [sys.executable, "-m", "bot", "run", "-c", str(self.config)],
-            stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT, text=True,
-            env=daemon_env(), cwd=REPO,
-        )  # fmt: skip
-
-    async def kill(self, sig: signal.Signals = signal.SIGKILL) -> int:
-        assert self.process is not None
-        self.process.send_signal(sig)
-        code = await asyncio.to_thread(self.process.wait, 60)
-        if self._out is not None:
-            self._out.close()
-        return code
-
-    def tail(self) -> str:
-        return "\n".join(self.log.read_text().splitlines()[-60:])
 
 
 def write_config(  # noqa: PLR0913 - what differs between the tests' replicas
@@ -161,3 +124,30 @@ async def wait_ready(replica: Replica, within: float = 60.0) -> None:
             except aiohttp.ClientError:
                 pass
             await asyncio.sleep(0.1)
+
+
+async def killed(replica: Replica) -> int:
+    """SIGKILL, off the event loop; the exit code."""
+    await asyncio.to_thread(replica.kill9)
+    return replica.exit_codes[-1]
+
+
+async def stopped(replica: Replica) -> int:
+    """SIGTERM and wait (SIGKILL past the grace), off the event loop; the exit code."""
+    await asyncio.to_thread(replica.stop)
+    return replica.exit_codes[-1]
+
+
+@contextlib.asynccontextmanager
+async def fleet(replicas: list[Replica]) -> AsyncIterator[dict[str, int]]:
+    """Start every replica and wait until each is ready; on the way out, stop the ones still
+    running and record their exit codes, by name, in the yielded dict."""
+    codes: dict[str, int] = {}
+    for replica in replicas:
+        replica.start()
+    try:
+        await asyncio.gather(*(wait_ready(r) for r in replicas))
+        yield codes
+    finally:
+        for replica in list(every(replicas)):
+            codes[replica.name] = await stopped(replica)

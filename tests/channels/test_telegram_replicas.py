@@ -11,15 +11,17 @@ import json
 import signal
 from pathlib import Path
 
+from bench.replicas_fleet import Replica
 from bench.replicas_load import answered
 from tests.channels.replicas_support import (
     ASK,
     EXPIRY_S,
-    Replica,
     ReplicaModel,
     chats_by_pid,
     converse,
     every,
+    fleet,
+    killed,
     wait_ready,
     write_config,
 )
@@ -73,10 +75,7 @@ async def test_three_replicas_answer_every_message_exactly_once_through_a_kill_9
             )
             replicas = [config(f"r{i}", webhook=True) for i in range(3)]
             fake.balance_webhook([r.webhook_url for r in replicas])
-            for replica in replicas:
-                replica.start()
-            try:
-                await asyncio.gather(*(wait_ready(r) for r in replicas))
+            async with fleet(replicas) as codes:
                 # A question asked through one replica, answered through the next one.
                 fake.push_message(f"q{ASKING_CHAT}-1 {ASK}", chat_id=ASKING_CHAT, user_id=7)
                 asked = await fake.await_call(
@@ -103,15 +102,12 @@ async def test_three_replicas_answer_every_message_exactly_once_through_a_kill_9
                 async with asyncio.timeout(180):
                     await _until_answered(fake, 30)
                     victim = await _busiest(replicas, url, schema)
-                    assert await victim.kill() == -signal.SIGKILL
-                    victim.process = None
+                    assert await killed(victim) == -signal.SIGKILL
                     await _until_answered(fake, 70)
                     victim.start()
                     await asyncio.gather(*chats)
                     await wait_ready(victim)  # SIGTERM before its handlers exist kills it
-            finally:
-                codes = {r.name: await r.kill(signal.SIGTERM) for r in list(every(replicas))}
-            logs = "\n".join(f"--- {r.name}\n{r.tail()}" for r in replicas)
+            logs = "\n".join(f"--- {r.name}\n{r.tail(60)}" for r in replicas)
             for chat in range(1, CHATS + 1):
                 assert answered(fake, chat) == [f"q{chat}-{n}" for n in range(1, MESSAGES + 1)], (
                     chat,
@@ -133,11 +129,8 @@ async def test_a_standby_takes_over_telegram_polling_when_the_poller_is_killed(
                 write_config, tmp_path, fake=fake, model=model, store_url=url, schema=schema
             )
             replicas = [config(f"p{i}", webhook=False) for i in range(2)]
-            for replica in replicas:
-                replica.start()
             chats = 4
-            try:
-                await asyncio.gather(*(wait_ready(r) for r in replicas))
+            async with fleet(replicas) as codes:
                 poller = await _poller(replicas)
                 conversations = [
                     asyncio.create_task(converse(fake, chat, chat, 6), name=f"chat{chat}")
@@ -146,14 +139,11 @@ async def test_a_standby_takes_over_telegram_polling_when_the_poller_is_killed(
                 async with asyncio.timeout(120):
                     while sum(len(answered(fake, c)) for c in range(1, chats + 1)) < 8:  # noqa: ASYNC110
                         await asyncio.sleep(0.05)
-                    assert await poller.kill() == -signal.SIGKILL
-                    poller.process = None
+                    assert await killed(poller) == -signal.SIGKILL
                     await asyncio.gather(*conversations)
-            finally:
-                codes = [await r.kill(signal.SIGTERM) for r in list(every(replicas))]
             standby = next(r for r in replicas if r is not poller)
-            logs = "\n".join(f"--- {r.name}\n{r.tail()}" for r in replicas)
+            logs = "\n".join(f"--- {r.name}\n{r.tail(60)}" for r in replicas)
             assert "holding telegram:" in standby.log.read_text(), logs
             for chat in range(1, chats + 1):
                 assert answered(fake, chat) == [f"q{chat}-{n}" for n in range(1, 7)], (chat, logs)
-            assert codes == [0], (codes, logs)
+            assert list(codes.values()) == [0], (codes, logs)
