@@ -166,6 +166,7 @@ class DingTalkChannel(BaseChannel):
             await link.close()
 
     async def _close_resources(self) -> None:
+        self._out = self._cards = None  # a send from now on is transient, not a closed session's
         await self._close_link()
         await self._cancel_spawned()
         if self._book is not None:
@@ -236,10 +237,12 @@ class DingTalkChannel(BaseChannel):
     @override
     async def edit_text(self, edit: TextEdit) -> None:
         track = card_id(edit.message_id)
-        if track is None or self._cards is None:
+        if track is None or not self._template:
             if edit.kind is OutboundKind.FINAL:
                 raise MessageGone(f"dingtalk cannot edit {edit.message_id}; sent anew")
             return  # DingTalk cannot edit a plain message: a progress or notice edit is moot
+        if self._cards is None:  # recovery's edits can come while the channel still starts
+            raise TransientSendError("the DingTalk channel is not running")
         final = edit.kind is not OutboundKind.PROGRESS
         await self._guard(self._cards.stream(track, edit.text, final=final))
 

@@ -15,13 +15,14 @@ import pytest
 import yaml
 
 from bot.config.loader import load_settings
-from bot.errors import AuthFailed
+from bot.errors import AuthFailed, TransientSendError
 from bot.hub import ChannelState
-from bot.messages import InboundMessage
+from bot.messages import ChatType, Destination, InboundMessage, OutboundKind, TextEdit
 from bot.ports import Admission
 from tests.bot.harness import eventually, registry_daemon
 from tests.channels.dingtalk_support import (
     ALICE,
+    TEMPLATE,
     WAIT_S,
     build_channel,
     dingtalk_daemon,
@@ -189,3 +190,20 @@ async def test_the_sdks_loggers_go_through_ours_and_stay_quiet(tmp_path: Path) -
                 assert sdk.propagate
                 assert sdk.level == logging.ERROR
                 assert not [h for h in sdk.handlers if isinstance(h, logging.StreamHandler)]
+
+
+async def test_a_card_edit_before_the_channel_runs_is_retried_not_dropped(tmp_path: Path) -> None:
+    """Crash recovery submits its "interrupted" card edits while the channel is still
+    starting; an edit then must fail as transient (the outbox retries it), never count as
+    done with nothing sent (seen as a card left "processing" after kill -9)."""
+    with FakeDingTalk() as fake:
+        fake.add_card_template(TEMPLATE)
+        settings = dingtalk_settings(tmp_path, fake, dingtalk={"card_template_id": TEMPLATE})
+        channel = build_channel(settings, HealthLog())
+        edit = TextEdit(
+            destination=Destination(channel="dingtalk", account_id="", chat_id=ALICE,
+                                    chat_type=ChatType.DM),
+            message_id="card:left-by-a-crash", text="interrupted", kind=OutboundKind.NOTICE,
+        )  # fmt: skip
+        with pytest.raises(TransientSendError):
+            await channel.edit_text(edit)
