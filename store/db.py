@@ -1,19 +1,18 @@
-"""The one aiosqlite connection a store owns, and the rule that makes it safe to share.
+"""The one SQLite connection a store owns, and the rule that makes it safe to share.
 
-aiosqlite runs every statement on one worker thread, in the order they were submitted. Single
-statements in autocommit mode are therefore queued straight away, without waiting for the
-statement before them to come back: a message's journal write and another chat's outbox
-insert travel to the thread together instead of taking turns (a round trip to the thread
-costs far more than the statement). Only a transaction needs the connection to itself: while
-one is open, a single statement waits to be queued until its ``COMMIT`` or rollback has been,
-so it never lands inside someone else's transaction (and is never rolled back with it).
+Statements go to the connection's own thread (``store/writer.py``). Everything the event
+loop's coroutines issue during one iteration travels there as one job, and consecutive
+autocommit statements are committed together as one transaction: a message's journal write and
+another chat's outbox insert reach SQLite together, and their callers are answered together,
+once the ``COMMIT`` returned. Only a transaction needs the connection to itself: while one is
+open, a single statement waits to be queued until its ``COMMIT`` or rollback has been, so it
+never lands inside someone else's transaction (and is never rolled back with it).
 Transactions (``BEGIN IMMEDIATE``, so a second process on the same file waits for the write
 lock up front instead of failing to upgrade a read) take turns among themselves.
 
 Statements are made for one trip: ``execute`` when nothing is read back, ``rows``/``row`` for
 queries and for ``INSERT``/``UPDATE ... RETURNING``, which is how a caller learns the id of a
-new row or whether an update matched. ``write`` reads the row count and last row id from the
-statement's own cursor, which costs a second trip (for rare maintenance statements).
+new row or whether an update matched; ``write`` reports the row count and last row id.
 
 sqlite3 errors are translated into ``StoreError`` here, at the boundary.
 """
@@ -25,38 +24,21 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-
-import aiosqlite
+from typing import cast
 
 from bot.errors import StoreBusy, StoreError
 from store.cache import OTHER_WRITERS_CHECK_S, OtherWriters
+from store.writer import Op, OpKind, Params, SqlValue, Writer, Written
 
 logger = logging.getLogger(__name__)
 
-SqlValue = str | int | float | bytes | None
-Params = tuple[SqlValue, ...]
+__all__ = ["Clock", "Database", "Params", "Session", "SqlValue", "Written"]
+
 Clock = Callable[[], datetime]
 Gate = Callable[[], Awaitable[None]]
-
-
-@dataclass(slots=True)
-class _Batch:
-    """Parameter rows of one statement, gathered while the loop finishes its iteration."""
-
-    sql: str
-    rows: list[Params]
-    flush: asyncio.Task[None] = field(init=False)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Written:
-    """What a data-changing statement did."""
-
-    rowcount: int
-    lastrowid: int | None
+Enqueue = Callable[[Op], None]
 
 
 async def _open_gate() -> None:
@@ -64,60 +46,63 @@ async def _open_gate() -> None:
 
 
 class Session:
-    """Statements on the shared connection, each queued once ``gate`` lets it through."""
+    """Statements on the shared connection, each queued once ``gate`` lets it through.
 
-    __slots__ = ("_conn", "_gate", "_path")
+    ``grouped`` statements may be committed together with their neighbours; a transaction's
+    own statements are not (they are its body)."""
 
-    def __init__(self, conn: aiosqlite.Connection, path: Path, gate: Gate = _open_gate) -> None:
-        self._conn = conn
+    __slots__ = ("_enqueue", "_gate", "_grouped", "_path")
+
+    def __init__(
+        self, enqueue: Enqueue, path: Path, gate: Gate = _open_gate, *, grouped: bool = False
+    ) -> None:
+        self._enqueue = enqueue
         self._path = path
         self._gate = gate
+        self._grouped = grouped
+
+    async def _run(
+        self, kind: OpKind, sql: str, params: Params = (), many: Sequence[Params] = ()
+    ) -> object:
+        await self._gate()
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._enqueue(
+            Op(kind=kind, sql=sql, params=params, many=many, grouped=self._grouped, future=future)
+        )
+        try:
+            return await future
+        except sqlite3.Error as exc:
+            raise translate(self._path, exc) from exc
 
     async def rows(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
-        await self._gate()
-        try:
-            return list(await self._conn.execute_fetchall(sql, params))
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
+        return cast(list[sqlite3.Row], await self._run(OpKind.ROWS, sql, params))
 
     async def row(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
         found = await self.rows(sql, params)
         return found[0] if found else None
 
     async def execute(self, sql: str, params: Params = ()) -> None:
-        """Run a statement whose outcome nobody reads, in one trip."""
-        await self.rows(sql, params)
+        """Run a statement whose outcome nobody reads."""
+        await self._run(OpKind.ROWS, sql, params)
 
     async def execute_many(self, sql: str, rows: Sequence[Params]) -> None:
-        """Run one statement for each parameter row (two trips: the rows, closing the cursor)."""
-        await self._gate()
-        try:
-            cursor = await self._conn.executemany(sql, rows)
-            await cursor.close()
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
+        """Run one statement for each parameter row."""
+        await self._run(OpKind.MANY, sql, many=rows)
 
     async def write(self, sql: str, params: Params = ()) -> Written:
-        """Run a statement and report its row count and last row id (two trips)."""
-        await self._gate()
-        try:
-            async with self._conn.execute(sql, params) as cursor:
-                return Written(rowcount=cursor.rowcount, lastrowid=cursor.lastrowid)
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
+        """Run a statement and report its row count and last row id."""
+        return cast(Written, await self._run(OpKind.WRITE, sql, params))
 
     async def rollback(self) -> None:
         """Roll back if a transaction is open (a no-op otherwise)."""
-        try:
-            await self._conn.rollback()
-        except sqlite3.Error as exc:
-            raise self._error(exc) from exc
+        await self._run(OpKind.ROLLBACK, "")
 
-    def _error(self, exc: sqlite3.Error) -> StoreError:
-        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            return StoreBusy(f"store {self._path}: {exc}")
-        return StoreError(f"store {self._path}: {exc}")
+
+def translate(path: Path, exc: sqlite3.Error) -> StoreError:
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return StoreBusy(f"store {path}: {exc}")
+    return StoreError(f"store {path}: {exc}")
 
 
 class Database:
@@ -134,37 +119,41 @@ class Database:
         self.path = path
         self._clock = clock
         self._busy_timeout_s = busy_timeout_s
-        self._conn: aiosqlite.Connection | None = None
+        self._writer: Writer | None = None
         self._lock = asyncio.Lock()
         """Held by a transaction (and by ``close``) from ``BEGIN`` until its end is queued."""
         self._no_transaction = asyncio.Event()
         self._no_transaction.set()
-        self._batches: dict[str, _Batch] = {}
-        self._flushes: set[asyncio.Task[None]] = set()
+        self._pending: list[Op] = []
+        """Statements issued during this loop iteration: one job for the writer's thread."""
+        self._batched: dict[str, Op] = {}
         self._other_writers = OtherWriters(other_writers_check_s)
 
     @property
     def is_open(self) -> bool:
-        return self._conn is not None
+        return self._writer is not None
+
+    @property
+    def wakeups(self) -> int:
+        """How many times the connection's thread woke up for statements (tests read it)."""
+        return 0 if self._writer is None else self._writer.wakeups
 
     def now(self) -> datetime:
         return self._clock()
 
     async def connect(self) -> None:
         """Open the file in WAL mode; statements autocommit unless in ``transaction()``."""
-        if self._conn is not None:
+        if self._writer is not None:
             return
+        writer = Writer(self.path, busy_timeout_s=self._busy_timeout_s)
         try:
             await asyncio.to_thread(self.path.parent.mkdir, parents=True, exist_ok=True)
-            conn = await aiosqlite.connect(
-                self.path, isolation_level=None, timeout=self._busy_timeout_s
-            )
+            await writer.open()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
-        conn.row_factory = sqlite3.Row
-        self._conn = conn
+        self._writer = writer
         try:
-            await self._configure(Session(conn, self.path))
+            await self._configure(self.shared())
         except StoreError:
             await self.close()
             raise
@@ -178,16 +167,13 @@ class Database:
             await session.execute(f"PRAGMA {pragma}")
 
     async def close(self) -> None:
-        if self._flushes:  # batched statements already promised to their callers
-            await asyncio.gather(*self._flushes, return_exceptions=True)
-        conn, self._conn = self._conn, None
-        if conn is None:
+        """Run every statement already issued (their callers were promised them), then close."""
+        if self._writer is None:
             return
         async with self._lock:
-            try:
-                await conn.close()
-            except sqlite3.Error as exc:
-                raise StoreError(f"closing the store at {self.path}: {exc}") from exc
+            self._flush()
+            writer, self._writer = self._writer, None
+            await writer.close()
 
     async def generation(self) -> int:
         """A number that grows once another connection (the CLI) has committed a change.
@@ -203,10 +189,23 @@ class Database:
 
         return await self._other_writers.generation(data_version)
 
-    def _connection(self) -> aiosqlite.Connection:
-        if self._conn is None:
+    def _enqueue(self, op: Op) -> None:
+        if self._writer is None:
             raise StoreError(f"the store at {self.path} is not open")
-        return self._conn
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending.append(op)
+
+    def _flush(self) -> None:
+        """Hand this iteration's statements to the connection's thread as one job."""
+        ops, self._pending = self._pending, []
+        self._batched.clear()
+        if ops and self._writer is not None:
+            self._writer.submit(ops)
+
+    def _check_open(self) -> None:
+        if self._writer is None:
+            raise StoreError(f"the store at {self.path} is not open")
 
     async def _outside_transactions(self) -> None:
         """Return (without suspending, when possible) once no transaction is open.
@@ -219,13 +218,15 @@ class Database:
 
     def shared(self) -> Session:
         """Autocommit statements, queued alongside other coroutines' statements."""
-        return Session(self._connection(), self.path, self._outside_transactions)
+        self._check_open()
+        return Session(self._enqueue, self.path, self._outside_transactions, grouped=True)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Session]:
         """A write transaction: committed on success, rolled back on any exception."""
         async with self._lock:
-            session = Session(self._connection(), self.path)
+            self._check_open()
+            session = Session(self._enqueue, self.path)
             self._no_transaction.clear()
             try:
                 await session.execute("BEGIN IMMEDIATE")
@@ -252,30 +253,23 @@ class Database:
         return await self.shared().write(sql, params)
 
     async def execute_batched(self, sql: str, params: Params) -> None:
-        """``execute``, sent together with every other call of the same statement made before
-        the event loop's next iteration (one ``executemany`` for all of them).
+        """``execute``, sent as one ``executemany`` with every other call of the same
+        statement made during this loop iteration.
 
         For statements many coroutines issue at once (marking journal entries, marking outbox
-        rows sent): each caller still returns only once its row is written, and gets the
-        batch's error if it failed. The batch is written by a task of the database's own, so
-        a caller that is cancelled does not take the others' rows with it.
+        rows sent): each caller still returns only once its row is committed, and gets the
+        batch's error if it failed; a caller that is cancelled does not take the others' rows
+        with it.
         """
-        batch = self._batches.get(sql)
-        if batch is None:
-            batch = self._batches[sql] = _Batch(sql=sql, rows=[])
-            batch.flush = asyncio.get_running_loop().create_task(
-                self._flush(batch), name="store:batch"
-            )
-            self._flushes.add(batch.flush)
-            batch.flush.add_done_callback(self._flushes.discard)
-        batch.rows.append(params)
-        await asyncio.shield(batch.flush)
-
-    async def _flush(self, batch: _Batch) -> None:
-        if self._batches.get(batch.sql) is batch:
-            del self._batches[batch.sql]  # calls from now on start the next batch
-        session = self.shared()
-        if len(batch.rows) == 1:
-            await session.execute(batch.sql, batch.rows[0])
-        else:
-            await session.execute_many(batch.sql, batch.rows)
+        await self._outside_transactions()
+        op = self._batched.get(sql)
+        if op is None:
+            future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+            op = Op(kind=OpKind.MANY, sql=sql, many=[], future=future)
+            self._enqueue(op)
+            self._batched[sql] = op
+        cast(list[Params], op.many).append(params)
+        try:
+            await asyncio.shield(op.future)
+        except sqlite3.Error as exc:
+            raise translate(self.path, exc) from exc
