@@ -33,9 +33,11 @@ logger = logging.getLogger(__name__)
 
 TYPING_REFRESH_S = 4.0
 PLACEHOLDER_WAIT_S = 10.0
-QUIET_START_S = 0.5
-"""Nothing is shown for the first half second: an answer that is ready by then arrives as
-one message, with no typing call and no placeholder to edit (most command-like turns)."""
+QUIET_START_S = 1.0
+"""Nothing is shown for the first second (about what still reads as an immediate reply): an
+answer ready by then arrives as one message, with no typing call and no placeholder to edit,
+one send instead of three against the bot's rate budget (issue 15: a 0.5 s model's answers
+went out as typing + placeholder + edit)."""
 OutboxSend = Callable[[OutboxItem], Awaitable[SentRef | None]]
 """Record a delivery and wait for its first attempt (``Outbox.send_now``)."""
 OutboxWithdraw = Callable[[OutboxItem], Awaitable[SentRef | None]]
