@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from agent.checkpoints import checkpointer
 from agent.embedded import EmbeddedBackend
 from agent.graph import INTERRUPTED_TOOL_RESULT
 from bot.config.settings import Settings
+from bot.config.store import StoreSettings
 from bot.errors import AgentError
 from bot.ports import SavedUpload
 from bot.workspace import ThreadWorkspace
@@ -372,3 +375,14 @@ async def test_description_names_the_model_and_endpoint(
     assert "fake-model" in backend.description
     assert fake_model.base_url in backend.description
     assert "sk-test" not in backend.description
+
+
+async def test_checkpoints_are_written_as_durably_as_the_store(state_dir: Path) -> None:
+    """WAL with ``synchronous=NORMAL`` (1), like the daemon's own store: not an fsync per
+    checkpoint (SQLite's default ``FULL``, 2)."""
+    async with checkpointer(StoreSettings(), state_dir) as saver:
+        assert isinstance(saver, AsyncSqliteSaver)
+        async with saver.conn.execute("PRAGMA synchronous") as cursor:
+            assert await cursor.fetchone() == (1,)
+        async with saver.conn.execute("PRAGMA journal_mode") as cursor:
+            assert await cursor.fetchone() == ("wal",)
