@@ -66,9 +66,9 @@ class Session:
     ) -> object:
         await self._gate()
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        self._enqueue(
-            Op(kind=kind, sql=sql, params=params, many=many, grouped=self._grouped, future=future)
-        )
+        grouped = self._grouped
+        op = Op(kind=kind, sql=sql, params=params, many=list(many), grouped=grouped, future=future)
+        self._enqueue(op)
         try:
             return await future
         except sqlite3.Error as exc:
@@ -190,8 +190,7 @@ class Database:
         return await self._other_writers.generation(data_version)
 
     def _enqueue(self, op: Op) -> None:
-        if self._writer is None:
-            raise StoreError(f"the store at {self.path} is not open")
+        self._check_open()
         if not self._pending:
             asyncio.get_running_loop().call_soon(self._flush)
         self._pending.append(op)
@@ -265,10 +264,10 @@ class Database:
         op = self._batched.get(sql)
         if op is None:
             future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-            op = Op(kind=OpKind.MANY, sql=sql, many=[], future=future)
+            op = Op(kind=OpKind.MANY, sql=sql, future=future)
             self._enqueue(op)
             self._batched[sql] = op
-        cast(list[Params], op.many).append(params)
+        op.many.append(params)
         try:
             await asyncio.shield(op.future)
         except sqlite3.Error as exc:

@@ -30,7 +30,6 @@ import logging
 import queue
 import sqlite3
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,7 +59,7 @@ class Op:
     kind: OpKind
     sql: str = ""
     params: Params = ()
-    many: Sequence[Params] = ()
+    many: list[Params] = field(default_factory=list)
     grouped: bool = True
     """An autocommit statement that may share a transaction with its neighbours."""
     future: asyncio.Future[object] = field(repr=False)
@@ -130,7 +129,6 @@ class Writer:
             while (ops := self._take()) is not None:
                 self.wakeups += 1
                 _deliver(statements.guarded(ops))
-            _deliver(statements.guarded(self._drain()))  # anything a closing race still queued
         finally:
             conn.close()
 
@@ -149,15 +147,6 @@ class Writer:
                 self._jobs.put(_STOP)  # seen again at the next take, after these run
                 return ops
             ops.extend(job)
-
-    def _drain(self) -> list[Op]:
-        ops: list[Op] = []
-        with contextlib.suppress(queue.Empty):
-            while True:
-                job = self._jobs.get_nowait()
-                if job is not None:
-                    ops.extend(job)
-        return ops
 
 
 class _Statements:
