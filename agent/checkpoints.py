@@ -57,7 +57,7 @@ async def _as_durable_as_the_store(conn: aiosqlite.Connection) -> None:
     survives the process being killed at any point, and is not also fsynced on its own. The
     saver turns WAL on but leaves SQLite's default ``FULL``, which syncs the log at every
     checkpoint it writes, two or three a turn: ~7 ms of latency and ~10 % of the agent's CPU a
-    turn on the development machine (issue 15). Only a power loss can take back the last
+    turn on the development machine. Only a power loss can take back the last
     commits, of the checkpoints and of the store's journal alike."""
     cursor = await conn.execute("PRAGMA synchronous=NORMAL")
     await cursor.close()

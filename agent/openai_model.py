@@ -4,7 +4,7 @@ The OpenAI SDK walks every request body against its request types before sending
 "transform" that renames aliased keys and encodes file inputs). For what LangChain builds,
 plain dicts of strings, the walk changes nothing, yet it tries each message against the union of
 message types: ~0.2 ms a message on every model call, so 5 to 10 ms a turn in a thread of a few
-dozen messages and growing with the thread, plus ~0.4 ms for the tool schemas (issue 15). The
+dozen messages and growing with the thread, plus ~0.4 ms for the tool schemas. The
 SDK's own way to send body fields untouched, ``extra_body``, carries them instead; the request
 on the wire is the same (``extra_body`` keys replace the body's, so ``messages`` is sent once).
 

@@ -1,4 +1,4 @@
-"""The SQLite store under concurrent chats (issue 15): what a message's journal costs when many
+"""The SQLite store under concurrent chats: what a message's journal costs when many
 chats write at once.
 
 Each simulated chat runs the journal's part of a turn for M messages in a row on the real

@@ -4,7 +4,7 @@ aiosqlite (which the agent's checkpointer uses) hands every statement to its thr
 result back on its own: a queue put, a thread wake-up and a loop wake-up per statement, the
 event loop and the worker taking turns for the GIL each time. Here the event loop gathers what
 its coroutines issue during one iteration into one job, and the thread runs, per wake-up,
-every job queued by then (issue 15):
+every job queued by then:
 
 - consecutive autocommit statements run in one ``BEGIN IMMEDIATE … COMMIT`` (a group commit);
 - a statement that fails inside a group is undone alone (SQLite's statement-level rollback for

@@ -36,7 +36,7 @@ PLACEHOLDER_WAIT_S = 10.0
 QUIET_START_S = 1.0
 """Nothing is shown for the first second (about what still reads as an immediate reply): an
 answer ready by then arrives as one message, with no typing call and no placeholder to edit,
-one send instead of three against the bot's rate budget (issue 15: a 0.5 s model's answers
+one send instead of three against the bot's rate budget (a 0.5 s model's answers
 went out as typing + placeholder + edit)."""
 OutboxSend = Callable[[OutboxItem], Awaitable[SentRef | None]]
 """Record a delivery and wait for its first attempt (``Outbox.send_now``)."""

@@ -1,4 +1,4 @@
-"""The Socket Mode watchdog: a failed reconnect is logged loudly and retried (issue 13, item 9).
+"""The Socket Mode watchdog: a failed reconnect is logged loudly and retried.
 
 STYLE P6: a broad ``except`` says what failed, at WARNING, with its traceback — an operator
 reading the log must see why the bot is not connected, not an INFO line without a cause.

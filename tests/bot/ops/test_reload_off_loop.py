@@ -1,4 +1,4 @@
-"""``/reload`` reads and validates the configuration file off the event loop (issue 13, item 8).
+"""``/reload`` reads and validates the configuration file off the event loop.
 
 The admin's ``/reload`` runs through the real router, command and reloader against a file
 under ``tmp_path``; ``tests.bot.loop_io`` records every file-system call under ``tmp_path``

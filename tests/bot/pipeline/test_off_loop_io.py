@@ -1,4 +1,4 @@
-"""A turn's file-system work runs in worker threads, never on the event loop (issue 13, item 8).
+"""A turn's file-system work runs in worker threads, never on the event loop.
 
 Each test drives a real turn through the daemon (fake channel, fake agent) and records, with
 ``tests.bot.loop_io``, every file-system call under the state directory that the loop's own
