@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Too
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import MessagesState
-from langgraph.types import Command, Interrupt, StreamMode
+from langgraph.types import Command, Interrupt, StateSnapshot, StreamMode
 from typing_extensions import override
 
 from agent.checkpoints import checkpointer
@@ -220,20 +220,37 @@ async def _graph_input(
     else:
         text = turn.text
     content = turn_message(text, turn, workspace)
-    if not settled and await _holds_unanswered(graph, config, content):
-        logger.info("the thread already holds this message unanswered; continuing from it")
-        return None
+    if not settled:
+        left = _left_unanswered(await graph.aget_state(config))
+        if content in left:
+            logger.info("the thread already holds this message unanswered; continuing from it")
+            return None
+        for held in left:
+            if content.startswith(held + MERGED_SEPARATOR):
+                logger.info("the thread holds this turn's first messages; adding the rest")
+                content = content[len(held) + len(MERGED_SEPARATOR) :]
+                break
     return {"messages": [HumanMessage(content=content)]}
 
 
-async def _holds_unanswered(graph: AgentGraph, config: RunnableConfig, content: str) -> bool:
-    """Whether the thread's last message is this very user message, with its run unfinished."""
-    state = await graph.aget_state(config)
+MERGED_SEPARATOR = "\n\n"
+"""How the kernel joins the texts of messages merged into one turn (``bot/pipeline/turns.py``)."""
+
+
+def _left_unanswered(state: StateSnapshot) -> list[str]:
+    """What an unfinished run left: the user messages since the last answer, as the texts a
+    turn re-running them could carry (the last one alone, the last two merged, ...), longest
+    first. A finished run (nothing ``next``) left none."""
     messages = state.values.get("messages", []) if isinstance(state.values, dict) else []
-    if not messages or not state.next:
-        return False
-    last = messages[-1]
-    return isinstance(last, HumanMessage) and last.content == content
+    if not state.next:
+        return []
+    users: list[str] = []
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and not message.tool_calls:
+            break
+        if isinstance(message, HumanMessage) and isinstance(message.content, str):
+            users.insert(0, message.content)
+    return [MERGED_SEPARATOR.join(users[start:]) for start in range(len(users))]
 
 
 def turn_message(text: str, turn: Turn, workspace: ThreadWorkspace) -> str:

@@ -194,6 +194,50 @@ async def test_a_turn_rerun_after_a_crash_shows_the_model_its_message_once(
     assert rerun.messages[1]["content"] == "what is 6 x 7?"
 
 
+async def test_a_rerun_merged_with_queued_messages_adds_only_what_the_checkpoint_lacks(
+    settings: Settings, fake_model: FakeOpenAIServer
+) -> None:
+    """Killed while the model streams with two messages queued: recovery merges the three into
+    one turn. The checkpoint already holds the first; the model sees it once, then the others."""
+    fake_model.script(Hang(), Reply(text="the answer"))
+    async with EmbeddedBackend(settings) as first:
+        thread = await first.create_thread()
+        task = asyncio.create_task(collect(first.run(thread, turn("M061"))))
+        await received(fake_model, 1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    async with EmbeddedBackend(settings) as second:
+        answer = final(await collect(second.run(thread, turn("M061\n\nM062\n\nM063"))))
+
+    assert answer.text == "the answer"
+    users = [m["content"] for m in fake_model.requests[1].messages if m["role"] == "user"]
+    assert users == ["M061", "M062\n\nM063"]
+
+
+async def test_a_rerun_killed_after_a_tool_step_continues_from_the_checkpoint(
+    settings: Settings, fake_model: FakeOpenAIServer
+) -> None:
+    """Killed after a tool ran, while the model was called again: the re-run goes on from the
+    tool's result instead of showing the model the user's message a second time."""
+    write = ToolCall(name="write_file", arguments={"path": "a.txt", "content": "A"}, id="c_w")
+    fake_model.script(Reply(tool_calls=(write,)), Hang(), Reply(text="written"))
+    async with EmbeddedBackend(settings) as first:
+        thread = await first.create_thread()
+        task = asyncio.create_task(collect(first.run(thread, turn("write a"))))
+        await received(fake_model, 2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    async with EmbeddedBackend(settings) as second:
+        answer = final(await collect(second.run(thread, turn("write a"))))
+
+    assert answer.text == "written"
+    assert roles(fake_model.requests[2]) == ["system", "user", "assistant", "tool"]
+
+
 async def test_only_a_thread_whose_last_run_did_not_finish_is_read_for_a_left_message(
     backend: EmbeddedBackend, fake_model: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
