@@ -6,37 +6,36 @@ from typing_extensions import override
 
 from bot.ports import AuditLog, SettingsStore
 from bot.records import AuditEntry
-from store.codec import to_db_time
-from store.db import Database
-from store.rows import Columns, audit_entry
+from store.dialect import Backend
+from store.rows import audit_entry
 
 
-class SqliteAuditLog(AuditLog):
-    def __init__(self, db: Database) -> None:
+class SqlAuditLog(AuditLog):
+    def __init__(self, db: Backend) -> None:
         self._db = db
 
     @override
     async def record(self, actor: str, action: str, detail: str) -> None:
         await self._db.execute(
             "INSERT INTO audit (at, actor, action, detail) VALUES (?, ?, ?, ?)",
-            (to_db_time(self._db.now()), actor, action, detail),
+            (self._db.dialect.time(self._db.now()), actor, action, detail),
         )
 
     @override
     async def recent(self, limit: int = 50) -> list[AuditEntry]:
         """The latest entries, newest first."""
         rows = await self._db.rows("SELECT * FROM audit ORDER BY id DESC LIMIT ?", (limit,))
-        return [audit_entry(Columns(row)) for row in rows]
+        return [audit_entry(self._db.dialect.columns(row)) for row in rows]
 
 
-class SqliteSettingsStore(SettingsStore):
-    def __init__(self, db: Database) -> None:
+class SqlSettingsStore(SettingsStore):
+    def __init__(self, db: Backend) -> None:
         self._db = db
 
     @override
     async def get(self, name: str) -> str | None:
         row = await self._db.row("SELECT value FROM settings WHERE name = ?", (name,))
-        return None if row is None else Columns(row).text("value")
+        return None if row is None else self._db.dialect.columns(row).text("value")
 
     @override
     async def set(self, name: str, value: str | None) -> None:
@@ -48,5 +47,5 @@ class SqliteSettingsStore(SettingsStore):
             "INSERT INTO settings (name, value, updated_at) VALUES (?, ?, ?)"
             " ON CONFLICT (name) DO UPDATE SET value = excluded.value,"
             " updated_at = excluded.updated_at",
-            (name, value, to_db_time(self._db.now())),
+            (name, value, self._db.dialect.time(self._db.now())),
         )

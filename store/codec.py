@@ -99,12 +99,9 @@ def decode_delivery(op: str, payload: str) -> Delivery:
     raise StoreError(f"unknown outbox operation {op!r}")
 
 
-def encode_strings(values: tuple[str, ...]) -> str:
+def encode_list(values: Sequence[str] | Sequence[int]) -> str:
+    """A list of strings or ids as SQLite keeps it: JSON text."""
     return json.dumps(list(values), ensure_ascii=False)
-
-
-def encode_ints(values: Sequence[int]) -> str:
-    return json.dumps(list(values))
 
 
 def decode_strings(payload: str) -> tuple[str, ...]:

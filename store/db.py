@@ -12,7 +12,8 @@ lock up front instead of failing to upgrade a read) take turns among themselves.
 
 Statements are made for one trip: ``execute`` when nothing is read back, ``rows``/``row`` for
 queries and for ``INSERT``/``UPDATE ... RETURNING``, which is how a caller learns the id of a
-new row or whether an update matched; ``write`` reports the row count and last row id.
+new row or whether an update matched; ``write`` reports the row count. ``Database`` is the
+``store.dialect.Backend`` the table stores are written against.
 
 sqlite3 errors are translated into ``StoreError`` here, at the boundary.
 """
@@ -30,11 +31,12 @@ from typing import cast
 
 from bot.errors import StoreBusy, StoreError
 from store.cache import OTHER_WRITERS_CHECK_S, OtherWriters
-from store.writer import Op, OpKind, Params, SqlValue, Writer, Written
+from store.dialect import SQLITE, Dialect
+from store.writer import Op, OpKind, Params, Writer
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Clock", "Database", "Params", "Session", "SqlValue", "Written"]
+__all__ = ["Clock", "Database", "Params", "SqliteSession"]
 
 Clock = Callable[[], datetime]
 Gate = Callable[[], Awaitable[None]]
@@ -45,7 +47,7 @@ async def _open_gate() -> None:
     """Inside a transaction the connection is already ours."""
 
 
-class Session:
+class SqliteSession:
     """Statements on the shared connection, each queued once ``gate`` lets it through.
 
     ``grouped`` statements may be committed together with their neighbours; a transaction's
@@ -89,9 +91,9 @@ class Session:
         """Run one statement for each parameter row."""
         await self._run(OpKind.MANY, sql, many=rows)
 
-    async def write(self, sql: str, params: Params = ()) -> Written:
-        """Run a statement and report its row count and last row id."""
-        return cast(Written, await self._run(OpKind.WRITE, sql, params))
+    async def write(self, sql: str, params: Params = ()) -> int:
+        """Run a statement and report how many rows it changed."""
+        return cast(int, await self._run(OpKind.WRITE, sql, params))
 
     async def rollback(self) -> None:
         """Roll back if a transaction is open (a no-op otherwise)."""
@@ -134,6 +136,14 @@ class Database:
         return self._writer is not None
 
     @property
+    def dialect(self) -> Dialect:
+        return SQLITE
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    @property
     def wakeups(self) -> int:
         """How many times the connection's thread woke up for statements (tests read it)."""
         return 0 if self._writer is None else self._writer.wakeups
@@ -158,7 +168,7 @@ class Database:
             await self.close()
             raise
 
-    async def _configure(self, session: Session) -> None:
+    async def _configure(self, session: SqliteSession) -> None:
         busy_ms = int(self._busy_timeout_s * 1000)
         mode = await session.row("PRAGMA journal_mode=WAL")
         if mode is None or str(mode[0]).lower() != "wal":
@@ -215,17 +225,17 @@ class Database:
         while not self._no_transaction.is_set():
             await self._no_transaction.wait()
 
-    def shared(self) -> Session:
+    def shared(self) -> SqliteSession:
         """Autocommit statements, queued alongside other coroutines' statements."""
         self._check_open()
-        return Session(self._enqueue, self.path, self._outside_transactions, grouped=True)
+        return SqliteSession(self._enqueue, self.path, self._outside_transactions, grouped=True)
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Session]:
+    async def transaction(self) -> AsyncIterator[SqliteSession]:
         """A write transaction: committed on success, rolled back on any exception."""
         async with self._lock:
             self._check_open()
-            session = Session(self._enqueue, self.path)
+            session = SqliteSession(self._enqueue, self.path)
             self._no_transaction.clear()
             try:
                 await session.execute("BEGIN IMMEDIATE")
@@ -248,7 +258,7 @@ class Database:
     async def execute(self, sql: str, params: Params = ()) -> None:
         await self.shared().execute(sql, params)
 
-    async def write(self, sql: str, params: Params = ()) -> Written:
+    async def write(self, sql: str, params: Params = ()) -> int:
         return await self.shared().write(sql, params)
 
     async def execute_batched(self, sql: str, params: Params) -> None:

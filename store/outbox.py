@@ -4,11 +4,16 @@ Rows move pending -> sent, or pending -> dead once the delivery code gives up; `
 puts dead rows back. ``attempts`` counts finished attempts: every ``mark_sent``,
 ``mark_retry`` and ``mark_dead`` reports one. Each platform call's result is also appended to
 ``delivery_attempts`` (``record_attempt``), a history ``revive`` does not reset.
+
+The idempotency key is unique, and enqueueing is ``INSERT ... ON CONFLICT DO NOTHING
+RETURNING``: two processes recording one delivery at once make one row, and the later one
+reads it back. Marking a row sent records the platform call and links the sent messages (a
+trigger), and inserting a reply row with ``finishes`` marks those journal entries handled (a
+trigger), so neither costs a trip of its own.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
@@ -18,10 +23,10 @@ from typing_extensions import override
 from bot.errors import StoreError
 from bot.ports import OutboxStore
 from bot.records import DeliveryAttempt, InboundStatus, OutboxItem, OutboxRow, OutboxState
-from store.codec import encode_delivery, encode_ints, encode_strings, to_db_time
-from store.db import Database, Session
+from store.codec import encode_delivery
+from store.dialect import Backend, Session
 from store.rows import (
-    Columns,
+    Row,
     delivery_attempt,
     key_values,
     new_outbox_row,
@@ -30,18 +35,30 @@ from store.rows import (
 )
 
 _SELECT: Final = "SELECT * FROM outbox"
+_HELD: Final = (
+    " AND EXISTS (SELECT 1 FROM chat_leases l WHERE l.channel = outbox.channel"
+    " AND l.account_id = outbox.account_id AND l.chat_id = outbox.chat_id AND l.owner = ?)"
+)
+"""Only rows of chats the replica given holds (where chats are leased: ``chat_leases``)."""
 
 
-def _outbox_row(row: sqlite3.Row) -> OutboxRow:
-    return outbox_row(Columns(row))
-
-
-class SqliteOutboxStore(OutboxStore):
-    def __init__(self, db: Database) -> None:
+class SqlOutboxStore(OutboxStore):
+    def __init__(self, db: Backend) -> None:
         self._db = db
+        self._dialect = db.dialect
 
-    def _now(self) -> str:
-        return to_db_time(self._db.now())
+    def _now(self) -> object:
+        return self._dialect.time(self._db.now())
+
+    def _row(self, row: Row) -> OutboxRow:
+        return outbox_row(self._dialect.columns(row))
+
+    def _held(self, holder: str | None) -> tuple[str, tuple[str, ...]]:
+        """The condition (and its parameter) that keeps ``holder``'s chats: every chat, for
+        a backend that does not lease them (one daemon per SQLite store holds them all)."""
+        if holder is None or not self._dialect.chat_leases:
+            return "", ()
+        return _HELD, (holder,)
 
     @override
     async def enqueue_rows(
@@ -51,22 +68,23 @@ class SqliteOutboxStore(OutboxStore):
 
         A new row is built from what was written, so recording costs no extra read; only an
         item whose idempotency key exists already is read back. ``finishes`` rides on the
-        first row: its insert marks those entries handled (trigger of migration 0005); when
-        that row existed already (a resumed turn), they are marked by a statement of their own.
+        first row's insert (its trigger marks those entries handled); when that row existed
+        already (a resumed turn, another replica was first), they are marked by a statement
+        of their own.
         """
         now = self._db.now()
-        done = encode_ints(finishes) if finishes else None
+        done = self._dialect.array(finishes) if finishes else None
         if not items:
             if done is not None:
-                await self._finish(self._db.shared(), done, now)
+                await self._finish(self._db, done, now)
             return []
         if len(items) == 1:  # one INSERT is atomic on its own: spare the BEGIN and COMMIT
-            return await self._record(self._db.shared(), items, now, done)
+            return await self._record(self._db, items, now, done)
         async with self._db.transaction() as tx:
             return await self._record(tx, items, now, done)
 
     async def _record(
-        self, tx: Session, items: Sequence[OutboxItem], now: datetime, finishes: str | None
+        self, tx: Session, items: Sequence[OutboxItem], now: datetime, finishes: object
     ) -> list[OutboxRow]:
         rows: list[OutboxRow] = []
         for index, item in enumerate(items):
@@ -77,76 +95,70 @@ class SqliteOutboxStore(OutboxStore):
             rows.append(row)
         return rows
 
-    async def _finish(self, tx: Session, entries: str, now: datetime) -> None:
+    async def _finish(self, tx: Session, entries: object, now: datetime) -> None:
+        finished = self._dialect.in_ids.format("id")
         await tx.execute(
-            "UPDATE inbound SET status = ?, updated_at = ?"
-            " WHERE id IN (SELECT value FROM json_each(?))",
-            (InboundStatus.HANDLED, to_db_time(now), entries),
+            f"UPDATE inbound SET status = ?, updated_at = ? WHERE {finished}",  # noqa: S608 - fragments, not values
+            (InboundStatus.HANDLED, self._dialect.time(now), entries),
         )
 
     async def _insert(
-        self, tx: Session, item: OutboxItem, now: datetime, finishes: str | None
+        self, tx: Session, item: OutboxItem, now: datetime, finishes: object
     ) -> tuple[OutboxRow, bool]:
         """The item's row, and whether this call created it."""
         op, payload = encode_delivery(item.delivery)
-        stamp = to_db_time(now)
+        stamp = self._dialect.time(now)
         inserted = await tx.row(
-            "INSERT INTO outbox (idempotency_key, op, payload, channel, account_id, chat_id,"
+            "INSERT INTO outbox (idempotency_key, op, payload, channel, account_id, chat_id,"  # noqa: S608 - fragments, not values
             " topic_id, user_id, thread_id, correlation_id, state, next_attempt_at,"
             " created_at, updated_at, finishes)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self._dialect.ids})"
             " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
             (
-                item.idempotency_key,
-                op,
-                payload,
-                *key_values(item.key),
-                item.thread_id,
-                item.correlation_id,
-                OutboxState.PENDING,
-                stamp,
-                stamp,
-                stamp,
-                finishes,
+                item.idempotency_key, op, payload, *key_values(item.key), item.thread_id,
+                item.correlation_id, OutboxState.PENDING, stamp, stamp, stamp, finishes,
             ),
-        )
+        )  # fmt: skip
         if inserted is not None:
-            return new_outbox_row(Columns(inserted).integer("id"), item, now), True
+            return new_outbox_row(self._dialect.columns(inserted).integer("id"), item, now), True
         row = await tx.row(f"{_SELECT} WHERE idempotency_key = ?", (item.idempotency_key,))
         if row is None:
             raise StoreError(f"outbox row {item.idempotency_key!r} vanished while enqueueing")
-        return _outbox_row(row), False
+        return self._row(row), False
 
     @override
     async def due(
         self, now: datetime, limit: int = 100, *, holder: str | None = None
     ) -> list[OutboxRow]:
-        """Pending rows whose time has come, in the order they were enqueued (one daemon per
-        SQLite store holds every chat: ``holder`` changes nothing)."""
+        """Pending rows whose time has come, in the order they were enqueued; with ``holder``,
+        only of the chats that replica holds."""
+        held, holding = self._held(holder)
         rows = await self._db.rows(
-            f"{_SELECT} WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?",
-            (to_db_time(now), limit),
+            f"{_SELECT} WHERE state = 'pending' AND next_attempt_at <= ?{held} ORDER BY id LIMIT ?",
+            (self._dialect.time(now), *holding, limit),
         )
-        return [_outbox_row(row) for row in rows]
+        return [self._row(row) for row in rows]
 
     @override
     async def next_due_at(self, *, holder: str | None = None) -> datetime | None:
+        held, holding = self._held(holder)
         row = await self._db.row(
-            "SELECT MIN(next_attempt_at) AS at FROM outbox WHERE state = 'pending'"
+            f"SELECT MIN(next_attempt_at) AS at FROM outbox WHERE state = 'pending'{held}",  # noqa: S608 - fragments, not values
+            holding,
         )
-        return None if row is None else Columns(row).opt_at("at")
+        return None if row is None else self._dialect.columns(row).opt_at("at")
 
     @override
     async def get(self, row_id: int) -> OutboxRow | None:
         row = await self._db.row(f"{_SELECT} WHERE id = ?", (row_id,))
-        return None if row is None else _outbox_row(row)
+        return None if row is None else self._row(row)
 
     @override
     async def mark_sent(self, row_id: int, message_ids: tuple[str, ...]) -> None:
         await self._db.execute_batched(
-            "UPDATE outbox SET state = ?, attempts = attempts + 1, sent_message_ids = ?,"
-            " updated_at = ? WHERE id = ?",
-            (OutboxState.SENT, encode_strings(message_ids), self._now(), row_id),
+            "UPDATE outbox SET state = ?, attempts = attempts + 1,"  # noqa: S608 - fragments, not values
+            f" sent_message_ids = {self._dialect.strings}, updated_at = ? WHERE id = ?",
+            (OutboxState.SENT, self._dialect.array(message_ids), self._now(), row_id),
         )
 
     @override
@@ -156,7 +168,7 @@ class SqliteOutboxStore(OutboxStore):
         await self._db.execute(
             "UPDATE outbox SET attempts = attempts + ?, last_error = ?, next_attempt_at = ?,"
             " updated_at = ? WHERE id = ?",
-            (int(counts), error, to_db_time(next_attempt_at), self._now(), row_id),
+            (int(counts), error, self._dialect.time(next_attempt_at), self._now(), row_id),
         )
 
     @override
@@ -179,7 +191,7 @@ class SqliteOutboxStore(OutboxStore):
         rows = await self._db.rows(
             "SELECT * FROM delivery_attempts WHERE outbox_id = ? ORDER BY id", (row_id,)
         )
-        return [delivery_attempt(Columns(row)) for row in rows]
+        return [delivery_attempt(self._dialect.columns(row)) for row in rows]
 
     @override
     async def listing(self, state: OutboxState | None = None, limit: int = 100) -> list[OutboxRow]:
@@ -190,14 +202,14 @@ class SqliteOutboxStore(OutboxStore):
             rows = await self._db.rows(
                 f"{_SELECT} WHERE state = ? ORDER BY id DESC LIMIT ?", (state, limit)
             )
-        return [_outbox_row(row) for row in rows]
+        return [self._row(row) for row in rows]
 
     @override
     async def for_correlation(self, correlation_id: str) -> list[OutboxRow]:
         rows = await self._db.rows(
             f"{_SELECT} WHERE correlation_id = ? ORDER BY id", (correlation_id,)
         )
-        return [_outbox_row(row) for row in rows]
+        return [self._row(row) for row in rows]
 
     @override
     async def revive(self, row_ids: Sequence[int] | None = None) -> int:
@@ -209,20 +221,18 @@ class SqliteOutboxStore(OutboxStore):
         )
         params = (OutboxState.PENDING, now, now, OutboxState.DEAD)
         if row_ids is None:
-            return (await self._db.write(revive, params)).rowcount
-        async with self._db.transaction() as tx:
-            revived = 0
-            for row_id in row_ids:
-                revived += (await tx.write(f"{revive} AND id = ?", (*params, row_id))).rowcount
-            return revived
+            return await self._db.write(revive, params)
+        return await self._db.write(
+            f"{revive} AND {self._dialect.in_ids.format('id')}",
+            (*params, self._dialect.array(row_ids)),
+        )
 
     @override
     async def purge(self, state: OutboxState) -> int:
-        written = await self._db.write("DELETE FROM outbox WHERE state = ?", (state,))
-        return written.rowcount
+        return await self._db.write("DELETE FROM outbox WHERE state = ?", (state,))
 
     @override
     async def counts(self) -> dict[OutboxState, int]:
         """Rows per state; every state is present, 0 when it has none."""
         rows = await self._db.rows("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state")
-        return outbox_counts(map(Columns, rows))
+        return outbox_counts(map(self._dialect.columns, rows))

@@ -8,17 +8,18 @@ from typing_extensions import override
 
 from bot.ports import ReplicaStore
 from bot.records import Replica
-from store.codec import to_db_time
-from store.db import Database
-from store.rows import Columns, replica
+from store.dialect import Backend
+from store.rows import replica
 
 
-class SqliteReplicaStore(ReplicaStore):
-    def __init__(self, db: Database) -> None:
+class SqlReplicaStore(ReplicaStore):
+    def __init__(self, db: Backend) -> None:
         self._db = db
+        self._time = db.dialect.time
 
     @override
     async def register(self, replica: Replica) -> None:
+        r = replica
         await self._db.execute(
             "INSERT INTO replicas (id, host, pid, version, backend, started_at, heartbeat_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -26,23 +27,17 @@ class SqliteReplicaStore(ReplicaStore):
             " version = excluded.version, backend = excluded.backend,"
             " started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at",
             (
-                replica.id,
-                replica.host,
-                replica.pid,
-                replica.version,
-                replica.backend,
-                to_db_time(replica.started_at),
-                to_db_time(replica.heartbeat_at),
+                r.id, r.host, r.pid, r.version, r.backend,
+                self._time(r.started_at), self._time(r.heartbeat_at),
             ),
-        )
+        )  # fmt: skip
 
     @override
     async def heartbeat(self, replica_id: str, at: datetime) -> bool:
-        found = await self._db.row(
-            "UPDATE replicas SET heartbeat_at = ? WHERE id = ? RETURNING id",
-            (to_db_time(at), replica_id),
+        changed = await self._db.write(
+            "UPDATE replicas SET heartbeat_at = ? WHERE id = ?", (self._time(at), replica_id)
         )
-        return found is not None
+        return changed > 0
 
     @override
     async def deregister(self, replica_id: str) -> None:
@@ -50,16 +45,14 @@ class SqliteReplicaStore(ReplicaStore):
 
     @override
     async def live(self, now: datetime, expiry_s: float) -> list[Replica]:
-        since = now - timedelta(seconds=expiry_s)
+        since = self._time(now - timedelta(seconds=expiry_s))
         rows = await self._db.rows(
-            "SELECT * FROM replicas WHERE heartbeat_at > ? ORDER BY started_at, id",
-            (to_db_time(since),),
+            "SELECT * FROM replicas WHERE heartbeat_at > ? ORDER BY started_at, id", (since,)
         )
-        return [replica(Columns(row)) for row in rows]
+        return [replica(self._db.dialect.columns(row)) for row in rows]
 
     @override
     async def prune(self, before: datetime) -> int:
-        rows = await self._db.rows(
-            "DELETE FROM replicas WHERE heartbeat_at < ? RETURNING id", (to_db_time(before),)
+        return await self._db.write(
+            "DELETE FROM replicas WHERE heartbeat_at < ?", (self._time(before),)
         )
-        return len(rows)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.errors import StoreError
-from store.db import Database, Session
+from store.db import Database, SqliteSession
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def latest_version() -> int:
     return migrations[-1].version if migrations else 0
 
 
-async def _user_version(session: Session) -> int:
+async def _user_version(session: SqliteSession) -> int:
     row = await session.row("PRAGMA user_version")
     return int(row[0]) if row is not None else 0
 
@@ -88,17 +88,23 @@ def check_not_newer(current: int, latest: int) -> None:
         )
 
 
-async def require_current(db: Database) -> int:
-    """The schema version, which must be this build's: for a process that must not migrate."""
-    latest = (await asyncio.to_thread(load_migrations))[-1].version
-    current = await _user_version(db.shared())
+def check_current(current: int, latest: int, upgrade: str) -> int:
+    """``current``, if it is this build's version; else ``StoreError`` (``upgrade`` says how
+    to bring an older schema up to date). For a process that must not migrate."""
     check_not_newer(current, latest)
     if current < latest:
         raise StoreError(
             f"database schema version {current} is older than this Switchboard ({latest});"
-            " (re)start the daemon once to upgrade it"
+            f" {upgrade}"
         )
     return current
+
+
+async def require_current(db: Database) -> int:
+    """The schema version, which must be this build's: for a process that must not migrate."""
+    latest = (await asyncio.to_thread(load_migrations))[-1].version
+    current = await _user_version(db.shared())
+    return check_current(current, latest, "(re)start the daemon once to upgrade it")
 
 
 async def migrate(db: Database) -> int:

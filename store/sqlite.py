@@ -1,9 +1,10 @@
-"""The Store port on SQLite (design §11): one file in WAL mode, one aiosqlite connection.
+"""The Store port on SQLite (design §11): one file in WAL mode, one connection on its own
+thread (``store.db``, ``store.writer``).
 
-Each concern lives in its own module and shares this store's ``Database`` (connection, lock,
-clock). A second ``SqliteStore`` on the same file (the CLI while the daemon runs) works: WAL
-lets it read while the daemon writes, and ``busy_timeout`` makes writers queue for the lock.
-The single-instance lock of ``switchboard run`` is not this class's job.
+The table stores (``store.tables``) share this store's ``Database`` (connection, transaction
+gate, clock). A second ``SqliteStore`` on the same file (the CLI while the daemon runs) works:
+WAL lets it read while the daemon writes, and ``busy_timeout`` makes writers queue for the
+lock. The single-instance lock of ``switchboard run`` is not this class's job.
 """
 
 from __future__ import annotations
@@ -16,28 +17,19 @@ from typing import Final
 from typing_extensions import override
 
 from bot.errors import StoreError
-from bot.lifecycle import StartClose
 from bot.messages import utc_now
-from bot.ports import Store
-from store.access import SqliteAccessStore
-from store.audit import SqliteAuditLog, SqliteSettingsStore
 from store.cache import OTHER_WRITERS_CHECK_S
-from store.clarifications import SqliteClarificationStore
-from store.codec import to_db_time
-from store.conversations import SqliteConversationStore, SqliteLinkStore
 from store.db import Clock, Database
-from store.inbound import SqliteInboundJournal
 from store.leases import SqliteLeaseStore
-from store.outbox import SqliteOutboxStore
-from store.replicas import SqliteReplicaStore
 from store.schema import migrate, require_current
+from store.tables import Tables
 
 logger = logging.getLogger(__name__)
 
 DB_FILENAME: Final = "switchboard.db"
 
 
-class SqliteStore(StartClose, Store):
+class SqliteStore(Tables):
     """Durable state in ``path``; use ``async with`` or ``open()`` / ``aclose()``.
 
     ``clock`` stamps rows the store creates (``recorded_at``, an outbox row's first
@@ -60,15 +52,7 @@ class SqliteStore(StartClose, Store):
             busy_timeout_s=busy_timeout_s,
             other_writers_check_s=other_writers_check_s,
         )
-        self._inbound = SqliteInboundJournal(self._db)
-        self._conversations = SqliteConversationStore(self._db)
-        self._links = SqliteLinkStore(self._db)
-        self._outbox = SqliteOutboxStore(self._db)
-        self._clarifications = SqliteClarificationStore(self._db)
-        self._access = SqliteAccessStore(self._db)
-        self._audit = SqliteAuditLog(self._db)
-        self._settings = SqliteSettingsStore(self._db)
-        self._replicas = SqliteReplicaStore(self._db)
+        super().__init__(self._db)
         self._leases = SqliteLeaseStore()
 
     @classmethod
@@ -81,43 +65,8 @@ class SqliteStore(StartClose, Store):
 
     @property
     @override
-    def inbound(self) -> SqliteInboundJournal:
-        return self._inbound
-
-    @property
-    @override
-    def conversations(self) -> SqliteConversationStore:
-        return self._conversations
-
-    @property
-    @override
-    def links(self) -> SqliteLinkStore:
-        return self._links
-
-    @property
-    @override
-    def outbox(self) -> SqliteOutboxStore:
-        return self._outbox
-
-    @property
-    @override
-    def clarifications(self) -> SqliteClarificationStore:
-        return self._clarifications
-
-    @property
-    @override
-    def access(self) -> SqliteAccessStore:
-        return self._access
-
-    @property
-    @override
-    def audit(self) -> SqliteAuditLog:
-        return self._audit
-
-    @property
-    @override
-    def settings(self) -> SqliteSettingsStore:
-        return self._settings
+    def leases(self) -> SqliteLeaseStore:
+        return self._leases
 
     @override
     async def open(self) -> None:
@@ -150,38 +99,7 @@ class SqliteStore(StartClose, Store):
             raise
 
     @override
-    async def start(self) -> None:
-        """``open``, for ``async with`` (``StartClose``)."""
-        await self.open()
-
-    @override
     async def aclose(self) -> None:
         if self._db.is_open:
             await self._db.close()
             logger.info("store closed: %s", self.path)
-
-    @override
-    async def writable(self) -> bool:
-        """Commit a one-row write; ``False`` when the file cannot take it (for /readyz)."""
-        if not self._db.is_open:
-            return False
-        try:
-            await self._db.execute(
-                "INSERT INTO write_probe (id, at) VALUES (1, ?)"
-                " ON CONFLICT (id) DO UPDATE SET at = excluded.at",
-                (to_db_time(self._db.now()),),
-            )
-        except StoreError as exc:
-            logger.warning("store %s is not writable: %s", self.path, exc)
-            return False
-        return True
-
-    @property
-    @override
-    def replicas(self) -> SqliteReplicaStore:
-        return self._replicas
-
-    @property
-    @override
-    def leases(self) -> SqliteLeaseStore:
-        return self._leases

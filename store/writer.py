@@ -30,28 +30,21 @@ import logging
 import queue
 import sqlite3
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-SqlValue = str | int | float | bytes | None
-Params = tuple[SqlValue, ...]
+Params = Sequence[object]
+"""What sqlite3 cannot bind fails the statement's caller, as any other error would."""
 
 
 class OpKind(enum.Enum):
     ROWS = "rows"  # a query, or a statement with RETURNING: its rows
     MANY = "many"  # one statement for each parameter row
-    WRITE = "write"  # a statement's row count and last row id
+    WRITE = "write"  # a statement's row count
     ROLLBACK = "rollback"  # end an open transaction, if there is one
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Written:
-    """What a data-changing statement did."""
-
-    rowcount: int
-    lastrowid: int | None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -216,9 +209,9 @@ class _Statements:
             return None
         if op.kind is OpKind.WRITE:
             cursor = conn.execute(op.sql, op.params)
-            written = Written(rowcount=cursor.rowcount, lastrowid=cursor.lastrowid)
+            changed = cursor.rowcount
             cursor.close()
-            return written
+            return changed
         conn.rollback()
         return None
 

@@ -17,7 +17,9 @@ prepared ``SELECT *`` fails once a newer replica's migration has added a column,
 connection pooler in transaction mode cannot keep prepared statements anyway.
 
 psycopg's errors become ``StoreError`` / ``StoreBusy`` here, at the boundary
-(``store.postgres.errors``).
+(``store.postgres.errors``). ``PgDatabase`` is the ``store.dialect.Backend`` the table stores
+are written against: their SQL says ``?`` where psycopg wants ``%s`` (``native``); only SQL with
+named parameters (the leases') is psycopg's own.
 
 A daemon's store also ``listen``s, on a connection of its own outside the pool, to the channel
 the ``cache_writes`` trigger notifies (``notify_channel``): another replica's ``/allow`` empties
@@ -28,6 +30,7 @@ connection drops, the periodic check takes over until it is back (``OtherWriters
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -45,6 +48,8 @@ from psycopg_pool import AsyncConnectionPool
 from bot.backoff import Backoff
 from bot.errors import StoreError
 from store.cache import OTHER_WRITERS_CHECK_S, OtherWriters
+from store.dialect import Dialect
+from store.postgres.dialect import POSTGRES
 from store.postgres.errors import store_error
 from store.postgres.server import Server
 
@@ -94,6 +99,18 @@ def quote_identifier(name: str) -> str:
     return f'"{escaped}"'
 
 
+@functools.lru_cache(maxsize=512)
+def _percent_s(sql: str) -> str:
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def native(sql: str, params: Params) -> str:
+    """``sql`` as psycopg reads it: ``?`` placeholders become ``%s`` (and a literal ``%``,
+    ``%%``) when the parameters are positional; named ones (``%(me)s``) are psycopg's already.
+    No statement of the store has a ``?`` of its own (a literal, or a JSON operator)."""
+    return sql if isinstance(params, Mapping) else _percent_s(sql)
+
+
 class PgSession:
     """Statements on one connection: a pooled one for a single trip, or a transaction's."""
 
@@ -106,7 +123,7 @@ class PgSession:
     async def rows(self, sql: str, params: Params = ()) -> list[DictRow]:
         """A query's rows (also those of ``INSERT/UPDATE/DELETE ... RETURNING``)."""
         with self._db.translated():
-            cursor = await self._conn.execute(sql, params)
+            cursor = await self._conn.execute(native(sql, params), params)
             return await cursor.fetchall()
 
     async def row(self, sql: str, params: Params = ()) -> DictRow | None:
@@ -116,12 +133,12 @@ class PgSession:
     async def execute(self, sql: str, params: Params = ()) -> None:
         """Run a statement that returns no rows."""
         with self._db.translated():
-            await self._conn.execute(sql, params)
+            await self._conn.execute(native(sql, params), params)
 
     async def write(self, sql: str, params: Params = ()) -> int:
         """Run a data-changing statement; how many rows it changed (still one trip)."""
         with self._db.translated():
-            cursor = await self._conn.execute(sql, params)
+            cursor = await self._conn.execute(native(sql, params), params)
             return cursor.rowcount
 
 
@@ -153,6 +170,10 @@ class PgDatabase:
     @property
     def is_open(self) -> bool:
         return self._pool is not None
+
+    @property
+    def dialect(self) -> Dialect:
+        return POSTGRES
 
     @property
     def listening(self) -> bool:
@@ -333,6 +354,10 @@ class PgDatabase:
         async with self.shared() as session:
             return await session.write(sql, params)
 
+    async def execute_batched(self, sql: str, params: Params) -> None:
+        """``execute``: the pool runs statements side by side, with nothing to batch."""
+        await self.execute(sql, params)
+
     async def generation(self) -> int:
         """A number that grows once another process (another replica, the CLI) has changed
         a row that caches keep: users, or which thread a conversation has.
@@ -345,8 +370,7 @@ class PgDatabase:
 
         async def others() -> object:
             found = await self.row(
-                "SELECT coalesce(sum(changes), 0)::bigint AS n FROM cache_writes"
-                " WHERE writer <> %s",
+                "SELECT coalesce(sum(changes), 0)::bigint AS n FROM cache_writes WHERE writer <> ?",
                 (self._writer,),
             )
             return None if found is None else found["n"]

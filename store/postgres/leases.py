@@ -31,7 +31,7 @@ from bot.ports import Hold, LeaseStore
 from bot.records import UNFINISHED_INBOUND, AdoptedEntry, Adoption, ChatRef
 from store.codec import to_utc
 from store.postgres.db import PgDatabase, PgSession, wake_channel
-from store.postgres.rows import PgColumns
+from store.postgres.dialect import PgColumns
 from store.rows import journal_entry
 
 logger = logging.getLogger(__name__)
@@ -213,14 +213,14 @@ class PgLeaseStore(LeaseStore):
     @override
     async def held(self, replica: str) -> int:
         row = await self._db.row(
-            "SELECT count(*) AS n FROM chat_leases WHERE owner = %s", (replica,)
+            "SELECT count(*) AS n FROM chat_leases WHERE owner = ?", (replica,)
         )
         return 0 if row is None else PgColumns(row).integer("n")
 
     @override
     async def release(self, replica: str) -> int:
         self._known.pop(replica, None)
-        return await self._db.write("DELETE FROM chat_leases WHERE owner = %s", (replica,))
+        return await self._db.write("DELETE FROM chat_leases WHERE owner = ?", (replica,))
 
     @override
     async def wake(self, replica_ids: Collection[str]) -> None:
@@ -231,7 +231,7 @@ class PgLeaseStore(LeaseStore):
     async def _wake(self, session: PgSession, replica_ids: set[str]) -> None:
         for replica in sorted(replica_ids):
             await session.execute(
-                "SELECT pg_notify(%s, %s)", (wake_channel(self._db.schema), replica)
+                "SELECT pg_notify(?, ?)", (wake_channel(self._db.schema), replica)
             )
 
     @override

@@ -26,7 +26,7 @@ from psycopg import AsyncConnection, sql
 from bot.errors import StoreError
 from bot.messages import utc_now
 from store.postgres.db import PgDatabase
-from store.schema import Migration, check_not_newer, read_migrations
+from store.schema import Migration, check_current, check_not_newer, read_migrations
 
 logger = logging.getLogger(__name__)
 
@@ -83,13 +83,8 @@ async def require_current(conn: AsyncConnection[Any], schema: str) -> int:
             f"no Switchboard store in schema {schema!r}; has the daemon run with this store.url"
             " and store.schema?"
         )
-    check_not_newer(current, latest)
-    if current < latest:
-        raise StoreError(
-            f"database schema version {current} is older than this Switchboard ({latest});"
-            " run `switchboard store migrate` or (re)start the daemon once to upgrade it"
-        )
-    return current
+    upgrade = "run `switchboard store migrate` or (re)start the daemon once to upgrade it"
+    return check_current(current, latest, upgrade)
 
 
 async def _schema_exists(conn: AsyncConnection[Any], schema: str) -> bool:

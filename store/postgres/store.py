@@ -1,6 +1,6 @@
 """The Store port on PostgreSQL (design §11): a psycopg pool on one schema of one database.
 
-Each concern lives in its own module and shares this store's ``PgDatabase`` (pool, clock,
+The table stores (``store.tables``) share this store's ``PgDatabase`` (pool, clock,
 errors). Several stores may work on one schema at once: replicas of the daemon, the operator
 CLI beside them. Their writes meet in the database's unique keys and row locks, never in a
 lock of this process. Every table lives in ``schema`` (created when missing), so a database
@@ -13,27 +13,17 @@ import logging
 
 from typing_extensions import override
 
-from bot.errors import StoreError
-from bot.lifecycle import StartClose
 from bot.messages import utc_now
-from bot.ports import Store
 from store.cache import OTHER_WRITERS_CHECK_S
-from store.codec import to_utc
-from store.postgres.access import PgAccessStore
-from store.postgres.audit import PgAuditLog, PgSettingsStore
-from store.postgres.clarifications import PgClarificationStore
-from store.postgres.conversations import PgConversationStore, PgLinkStore
 from store.postgres.db import LOCK_TIMEOUT_S, Clock, PgDatabase, Tuning
-from store.postgres.inbound import PgInboundJournal
 from store.postgres.leases import PgLeaseStore
-from store.postgres.outbox import PgOutboxStore
-from store.postgres.replicas import PgReplicaStore
 from store.postgres.schema import DEFAULT_SCHEMA, apply_migrations, latest_version, require_current
+from store.tables import Tables
 
 logger = logging.getLogger(__name__)
 
 
-class PostgresStore(StartClose, Store):
+class PostgresStore(Tables):
     """Durable state in ``schema`` at ``url``; use ``async with`` or ``open()`` / ``aclose()``.
 
     ``pool_size`` bounds the connections this store holds. ``clock`` stamps rows the store
@@ -63,15 +53,7 @@ class PostgresStore(StartClose, Store):
             other_writers_check_s=other_writers_check_s,
         )
         self._db = PgDatabase(url, schema=schema, clock=clock, tuning=tuning)
-        self._inbound = PgInboundJournal(self._db)
-        self._conversations = PgConversationStore(self._db)
-        self._links = PgLinkStore(self._db)
-        self._outbox = PgOutboxStore(self._db)
-        self._clarifications = PgClarificationStore(self._db)
-        self._access = PgAccessStore(self._db)
-        self._audit = PgAuditLog(self._db)
-        self._settings = PgSettingsStore(self._db)
-        self._replicas = PgReplicaStore(self._db)
+        super().__init__(self._db)
         self._leases = PgLeaseStore(self._db)
 
     @classmethod
@@ -101,46 +83,6 @@ class PostgresStore(StartClose, Store):
         """What this store is, for logs and ``status``: URL (no password) and schema."""
         return self._db.where
 
-    @property
-    @override
-    def inbound(self) -> PgInboundJournal:
-        return self._inbound
-
-    @property
-    @override
-    def conversations(self) -> PgConversationStore:
-        return self._conversations
-
-    @property
-    @override
-    def links(self) -> PgLinkStore:
-        return self._links
-
-    @property
-    @override
-    def outbox(self) -> PgOutboxStore:
-        return self._outbox
-
-    @property
-    @override
-    def clarifications(self) -> PgClarificationStore:
-        return self._clarifications
-
-    @property
-    @override
-    def access(self) -> PgAccessStore:
-        return self._access
-
-    @property
-    @override
-    def audit(self) -> PgAuditLog:
-        return self._audit
-
-    @property
-    @override
-    def settings(self) -> PgSettingsStore:
-        return self._settings
-
     @override
     async def open(self) -> None:
         """Connect, create the schema if missing and migrate it (under the advisory lock
@@ -166,37 +108,10 @@ class PostgresStore(StartClose, Store):
         await self._db.connect(lambda conn: require_current(conn, self._db.schema))
 
     @override
-    async def start(self) -> None:
-        """``open``, for ``async with`` (``StartClose``)."""
-        await self.open()
-
-    @override
     async def aclose(self) -> None:
         if self._db.is_open:
             await self._db.close()
             logger.info("store closed: %s", self.describe)
-
-    @override
-    async def writable(self) -> bool:
-        """Commit a one-row write; ``False`` when the server cannot take it (for /readyz):
-        unreachable, a read-only standby, a full disk."""
-        if not self._db.is_open:
-            return False
-        try:
-            await self._db.execute(
-                "INSERT INTO write_probe (id, at) VALUES (1, %s)"
-                " ON CONFLICT (id) DO UPDATE SET at = excluded.at",
-                (to_utc(self._db.now()),),
-            )
-        except StoreError as exc:
-            logger.warning("store %s is not writable: %s", self.describe, exc)
-            return False
-        return True
-
-    @property
-    @override
-    def replicas(self) -> PgReplicaStore:
-        return self._replicas
 
     @property
     @override

@@ -1,17 +1,21 @@
-"""Typed reads of PostgreSQL's native column types, for the record builders of ``store.rows``.
+"""How PostgreSQL spells what SQLite keeps as text: native ``timestamptz``, ``text[]`` and
+``bigint[]`` columns (``store.dialect``).
 
 ``timestamptz`` comes back as an aware datetime (in the session's zone, UTC here) and is
 returned in UTC, as SQLite's text is; ``text[]`` comes back as a list. Everything else reads
-as in SQLite, so one builder per record serves both backends.
+as in SQLite, so one builder per record (``store.rows``) serves both backends.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from typing_extensions import override
 
 from bot.errors import StoreError
+from store.codec import to_utc
+from store.dialect import Dialect
 from store.rows import Columns
 
 
@@ -31,3 +35,21 @@ class PgColumns(Columns):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise StoreError(f"column {name} holds {value!r}, expected text[]")
         return tuple(value)
+
+
+def _array(values: Sequence[str] | Sequence[int]) -> list[object]:
+    return list(values)
+
+
+POSTGRES = Dialect(
+    columns=PgColumns,
+    time=to_utc,
+    array=_array,
+    strings="?::text[]",
+    ids="?::bigint[]",
+    in_strings="{} = ANY (?::text[])",
+    in_ids="{} = ANY (?::bigint[])",
+    seq="seq",
+    chat_leases=True,
+)
+"""PostgreSQL: ``seq`` is an identity column that stands in for SQLite's rowid."""
