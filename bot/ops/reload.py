@@ -25,7 +25,7 @@ from bot.ports import AuditLog
 
 logger = logging.getLogger(__name__)
 
-RESTART_SECTIONS = ("state_dir", "workspace_dir", "http", "daemon")
+RESTART_SECTIONS = ("state_dir", "workspace_dir", "store", "http", "daemon")
 
 
 class Reloadable(Protocol):

@@ -81,3 +81,16 @@ async def test_changed_channel_block_restarts_only_that_channel(tmp_path: Path) 
             assert daemon.settings.channels.telegram.allowed_users == ("7",)
     assert "Applied: channel telegram restarting with its new settings" in reply
     assert "slack" not in reply
+
+
+async def test_a_changed_store_block_is_reported_as_needing_a_restart(tmp_path: Path) -> None:
+    """The store is opened once at start: a reload cannot move the daemon to another one."""
+    path = tmp_path / "switchboard.yaml"
+    with FakeTelegram() as telegram, FakeSlack() as slack:
+        path.write_text(yaml.safe_dump(_config(tmp_path, telegram, slack)))
+        async with _daemon(path) as daemon:
+            changed = {**_config(tmp_path, telegram, slack), "store": {"pool_size": 9}}
+            path.write_text(yaml.safe_dump(changed))
+            reply = await _reload(daemon)
+            assert daemon.settings.store.pool_size == 9
+    assert "Needs a restart to apply: store" in reply
