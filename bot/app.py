@@ -61,6 +61,17 @@ class DaemonOptions:
     supervision: SupervisionPolicy = field(default_factory=SupervisionPolicy)
 
 
+@dataclass(kw_only=True)
+class DaemonChannels:
+    """How the daemon builds its channels (supervision rebuilds one to restart it), and the
+    fleet that supervises them once the loops run."""
+
+    routes: RouteTable
+    """The HTTP routes webhook channels register on."""
+    factories: dict[str, ChannelFactory]
+    fleet: Fleet | None = None
+
+
 class Daemon:
     def __init__(self, settings: Settings, options: DaemonOptions | None = None) -> None:
         self.settings = settings
@@ -77,9 +88,12 @@ class Daemon:
         self.http: HttpServer | None = None
         self.heartbeat: ReplicaHeartbeat | None = None
         """This daemon among the store's replicas, once the store is open (design §11)."""
-        self.fleet: Fleet | None = None
-        self._factories: dict[str, ChannelFactory] = {}
-        self._routes: RouteTable | None = None
+        self._channels: DaemonChannels | None = None
+
+    @property
+    def fleet(self) -> Fleet | None:
+        """The channels' supervisors, once the daemon serves."""
+        return None if self._channels is None else self._channels.fleet
 
     @property
     def config_path(self) -> Path | None:
@@ -125,17 +139,19 @@ class Daemon:
             heartbeat = await self._register_replica(stack, store)
             await warn_unless_shared(self.settings)
             agent = await self._open_agent(stack)
-            routes = self._routes = RouteTable()
+            routes = RouteTable()
             hub = ChannelHub(store.settings)
             reloader = self.reloader = Reloader(self, hub, store.audit)
             kernel = self.kernel = build_kernel(
                 self._current, store, agent, hub, reloader.reload, replica_id=heartbeat.replica.id
             )
             kernel.ownership.spawn = self.kernel_tasks.ensure
-            self._factories = self._channel_factories(routes, kernel)
-            if not self._factories:
+            channels = self._channels = DaemonChannels(
+                routes=routes, factories=self._channel_factories(routes, kernel)
+            )
+            if not channels.factories:
                 logger.warning("no channel is enabled: nothing will be received (see channels.*)")
-            for build in self._factories.values():
+            for build in channels.factories.values():
                 kernel.add_channel(build())
             readiness = Readiness(store, kernel.hub, self.kernel_tasks)
             self.http = HttpServer(
@@ -146,7 +162,7 @@ class Daemon:
             await heartbeat.beat()  # live, as the others see it, before taking work over
             await kernel.prepare()
             logger.info("agent: %s", agent.description)
-            await self._serve(kernel, reloader)
+            await self._serve(kernel, reloader, channels)
         logger.info("stopped" if self.exit_status == EXIT_OK else "stopped after a failure")
         return self.exit_status
 
@@ -214,12 +230,11 @@ class Daemon:
         Parked and backing-off channels are re-probed at once either way.
         """
         notes: list[str] = []
-        fleet, kernel = self.fleet, self.kernel
-        if fleet is None or kernel is None:
+        channels, kernel = self._channels, self.kernel
+        if channels is None or channels.fleet is None or kernel is None:
             return notes
+        fleet, routes = channels.fleet, channels.routes
         if self.options.overrides.channels is None and not self.options.chat:
-            routes = self._routes
-            assert routes is not None  # noqa: S101 - set with the factories
             before, after = old.channels.enabled(), new.channels.enabled()
             for name in sorted(set(before) | set(after)):
                 if name in before and name not in after:
@@ -227,7 +242,7 @@ class Daemon:
                     notes.append(f"channel {name} stopped")
                 elif name in after and (name not in before or before[name] != after[name]):
                     factory = self._registry_factory(name, routes, kernel)
-                    self._factories[name] = factory
+                    channels.factories[name] = factory
                     if name in fleet.supervisors:
                         fleet.supervisors[name].restart(factory)
                         notes.append(f"channel {name} restarting with its new settings")
@@ -238,7 +253,7 @@ class Daemon:
         fleet.wake_all()
         return notes
 
-    async def _serve(self, kernel: Kernel, reloader: Reloader) -> None:
+    async def _serve(self, kernel: Kernel, reloader: Reloader, channels: DaemonChannels) -> None:
         tasks = self.kernel_tasks
         for name, loop in (
             ("router", kernel.router.run),
@@ -256,8 +271,8 @@ class Daemon:
             install=kernel.install_channel,
             deadlines=kernel.deadlines,
         )
-        self.fleet = fleet
-        for name, factory in self._factories.items():
+        channels.fleet = fleet
+        for name, factory in channels.factories.items():
             fleet.supervise(name, factory)
         announce = asyncio.create_task(
             announce_channels(kernel.hub, self.notifier, self.ready, fleet.wait_settled),

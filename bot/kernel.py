@@ -173,6 +173,7 @@ def _pace(limiter: RateLimiter, channel: Channel) -> None:
         per_chat_interval_s=caps.per_chat_interval_s,
         per_dm_interval_s=caps.per_dm_interval_s,
         global_rate_per_s=caps.global_rate_per_s,
+        group_messages_per_minute=caps.group_messages_per_minute,
     )
 
 

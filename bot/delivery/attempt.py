@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from bot.backoff import Backoff
 from bot.delivery.bounded import RecentSet
+from bot.delivery.failures import SendFailures
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
 from bot.errors import MessageGone, SendError, SendErrorKind
 from bot.hub import ChannelHub, ChannelState
@@ -73,7 +74,7 @@ class Attempts:
         self._store = store
         self._hub = hub
         self._limiter = limiter
-        self._counters = counters
+        self._failures = SendFailures(limiter, counters)
         self._max_attempts = policy.max_attempts
         self._backoff = policy.backoff
         self._clock = policy.clock
@@ -95,14 +96,8 @@ class Attempts:
         if not self._hub.usable(key[0]):
             reason = f"channel {key[0]} is {self._hub.state(key[0])}"
             return await self._retry_later(row, reason, self._clock() + PARKED_RETRY, counts=False)
-        if _kind_of(delivery) is OutboundKind.PROGRESS:
-            # A placeholder goes now or never: waiting would hold back the final behind it.
-            if not self._limiter.try_acquire(key):
-                return await self._dead(row, "rate limit: the budget is kept for finals")
-        elif not isinstance(delivery, ReactionMark):
-            # Reactions are not messages: platforms rate-limit them separately.
-            group = delivery.destination.chat_type is ChatType.GROUP
-            await self._limiter.acquire(key, group=group)
+        if not await self._paced(delivery, key):
+            return await self._dead(row, "rate limit: the budget is kept for finals")
         try:
             ref = await _perform(channel, delivery, row.item.idempotency_key)
         except SendError as exc:
@@ -110,30 +105,36 @@ class Attempts:
         await self._store.outbox.mark_sent(row.id, ref.message_ids)
         return AttemptOutcome(finished=True, sent=ref)
 
+    async def _paced(self, delivery: Delivery, key: DestinationKey) -> bool:
+        """Wait for the send's slot; ``False`` for progress that may not go now."""
+        if isinstance(delivery, ReactionMark):
+            return True  # reactions are not messages: platforms rate-limit them separately
+        group = delivery.destination.chat_type is ChatType.GROUP
+        new_message = not isinstance(delivery, TextEdit)
+        if _kind_of(delivery) is OutboundKind.PROGRESS:
+            # A placeholder goes now or never: waiting would hold back the final behind it.
+            return self._limiter.try_acquire(key, group=group, new_message=new_message)
+        await self._limiter.acquire(key, group=group, new_message=new_message)
+        return True
+
     async def failed(self, row: OutboxRow, exc: SendError) -> AttemptOutcome:
         """Record a failed attempt and decide: retry at a time, or dead letter."""
         delivery = row.item.delivery
         key = destination_key(delivery)
         await self._store.outbox.record_attempt(row.id, exc.kind, str(exc))
-        self._counters.send_errors.labels(channel=key[0], kind=exc.kind).inc()
-        logger.warning(
-            "send failed row=%s channel=%s chat=%s kind=%s attempt=%s: %s",
-            row.id, key[0], key[2], exc.kind, row.attempts + 1, exc,
-        )  # fmt: skip
+        # A rate limit says "later", not "failed": it costs no attempt and no backoff step.
+        rate_limited = exc.kind is SendErrorKind.RATE_LIMITED
+        attempts = row.attempts + (0 if rate_limited else 1)
+        delay = self._backoff.delay(max(1, attempts))
+        what = f"row={row.id} attempt={row.attempts + 1}"
+        wait = self._failures.note(key, exc, what=what, fallback_wait_s=delay)
         if exc.kind is SendErrorKind.AUTH_FAILED:
             self._hub.set_state(key[0], ChannelState.PARKED, "auth_failed")
             at = self._clock() + PARKED_RETRY
             return await self._retry_later(row, str(exc), at, counts=False)
         if exc.kind in (SendErrorKind.FORBIDDEN, SendErrorKind.TARGET_NOT_FOUND):
             self._unreachable.add(key)
-        # A rate limit says "later", not "failed": it costs no attempt and no backoff step.
-        rate_limited = exc.kind is SendErrorKind.RATE_LIMITED
-        attempts = row.attempts + (0 if rate_limited else 1)
-        delay = self._backoff.delay(max(1, attempts))
-        if rate_limited:
-            wait = exc.retry_after if exc.retry_after is not None else delay
-            # Every send to this chat waits, also when this row (a progress update) is dropped.
-            self._limiter.block(key, wait)
+        if wait is not None:
             delay = wait + rate_limit_jitter(wait)
         last_try = attempts >= self._max_attempts or _kind_of(delivery) is OutboundKind.PROGRESS
         if not exc.retryable or last_try:

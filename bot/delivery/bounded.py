@@ -2,7 +2,8 @@
 
 ``Until`` maps a chat to a time it waits for (a rate-limit slot, a held retry) and forgets
 chats whose time has passed; ``RecentSet`` keeps the most recently added chats (unreachable
-ones) up to a size. Both stay small however many chats the bot has seen.
+ones) up to a size, and ``RecentMap`` does the same for a key with a value (a message's
+reaction, a cached name). All stay small however many chats the bot has seen.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, Self, TypeVar
 
 K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 class _Ordered(Protocol):
@@ -82,3 +84,50 @@ class RecentSet(Generic[K]):
 
     def discard(self, key: K) -> None:
         self._members.pop(key, None)
+
+
+class RecentMap(Generic[K, V]):
+    """A map that keeps at most ``size`` entries: past that it drops the oldest.
+
+    "Oldest" is the order keys were placed in: ``set`` places a new key last and leaves an
+    existing one where it is (as ``dict`` does); ``keep`` and ``touch`` move the key last, so
+    with them the map forgets the least recently used entry.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: dict[K, V] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def get(self, key: K) -> V | None:
+        return self._entries.get(key)
+
+    def touch(self, key: K) -> V | None:
+        """The key's value, and the key is now the most recently used."""
+        if key not in self._entries:
+            return None
+        value = self._entries[key] = self._entries.pop(key)
+        return value
+
+    def set(self, key: K, value: V) -> None:
+        """Set the value; a new key is the newest, an existing one keeps its place."""
+        self._entries[key] = value
+        self._trim()
+
+    def keep(self, key: K, value: V) -> None:
+        """Set the value and make the key the newest."""
+        self._entries.pop(key, None)
+        self._entries[key] = value
+        self._trim()
+
+    def pop(self, key: K) -> V | None:
+        return self._entries.pop(key, None)
+
+    def _trim(self) -> None:
+        while len(self._entries) > self._size:
+            del self._entries[next(iter(self._entries))]

@@ -1,9 +1,12 @@
 """Streaming progress: a lazy placeholder edited in place, throttled (design §8 Streaming).
 
 The placeholder is created on the first text through the outbox (so a crash leaves a record
-of it) and then edited directly: progress edits are best effort, rate-limited with
-``try_acquire`` and dropped under pressure. Platforms without edits get a typing indicator
-only and see the final answer when it is ready.
+of it) and then edited directly. Progress is best effort: every call (the placeholder as an
+outbox row, each edit, each typing indicator) goes only when the shared limiter has room now,
+so it is dropped first under pressure, and its failures are classified like a row's
+(``SendFailures``), so a 429 on an edit blocks its chat for the finals too. Progress is never
+retried, and nothing it does holds back the final. Platforms without edits get a typing
+indicator only and see the final answer when it is ready.
 """
 
 from __future__ import annotations
@@ -15,17 +18,12 @@ import time
 from collections.abc import Awaitable, Callable
 
 from bot.delivery.chunking import measure
+from bot.delivery.failures import PERMANENT, SendFailures
 from bot.delivery.ratelimit import RateLimiter
 from bot.delivery.replies import ReplyContext
 from bot.errors import SendError
-from bot.messages import (
-    ChatType,
-    OutboundKind,
-    OutboundText,
-    RenderMode,
-    SentRef,
-    TextEdit,
-)
+from bot.messages import ChatType, OutboundKind, OutboundText, RenderMode, SentRef, TextEdit
+from bot.metrics import Counters
 from bot.ports import Channel
 from bot.records import OutboxItem
 
@@ -43,6 +41,109 @@ OutboxSend = Callable[[OutboxItem], Awaitable[SentRef | None]]
 OutboxWithdraw = Callable[[OutboxItem], Awaitable[SentRef | None]]
 """Take back a delivery not sent yet, or learn what it sent (``Outbox.withdraw``)."""
 CURSOR = " ▍"
+RATE_LIMIT_FALLBACK_S = 1.0
+"""How long a 429 that names no ``retry_after`` blocks the chat (a row's first backoff step)."""
+
+
+class ProgressCalls:
+    """The direct progress calls (edits, typing): paced, and failures classified as a row's.
+
+    A permanent failure (forbidden, not found, credentials refused) stops them: the final
+    row meets the same failure and deals with it as the outbox does.
+    """
+
+    def __init__(
+        self, channel: Channel, limiter: RateLimiter, ctx: ReplyContext, failures: SendFailures
+    ) -> None:
+        self._channel = channel
+        self._limiter = limiter
+        self._destination = ctx.destination
+        self._failures = failures
+        self.stopped = False
+
+    def may_send(self) -> bool:
+        """Whether an edit or a typing indicator may go now (it reserves nothing a final
+        would wait for); no while its chat waits (a 429, a final queued ahead)."""
+        dest = self._destination
+        return self._limiter.try_acquire((dest.channel, dest.account_id, dest.chat_id))
+
+    async def edit(self, message_id: str, text: str) -> bool:
+        """Edit the placeholder; ``False`` if the edit failed (it is dropped, not retried)."""
+        edit = TextEdit(
+            destination=self._destination, message_id=message_id, text=text,
+            kind=OutboundKind.PROGRESS, render=RenderMode.PLAIN,
+        )  # fmt: skip
+        try:
+            await self._channel.edit_text(edit)
+        except SendError as exc:
+            self._failed(exc, "progress edit")
+            return False
+        return True
+
+    async def typing(self) -> None:
+        """Show "typing" if the chat may take it now (else it is skipped this time)."""
+        if not self.may_send():
+            return
+        try:
+            await self._channel.show_typing(self._destination)
+        except SendError as exc:
+            self._failed(exc, "typing")
+
+    def _failed(self, exc: SendError, what: str) -> None:
+        dest = self._destination
+        key = (dest.channel, dest.account_id, dest.chat_id)
+        self._failures.note(key, exc, what=what, fallback_wait_s=RATE_LIMIT_FALLBACK_S)
+        if exc.kind in PERMANENT:
+            logger.info("progress stopped chat=%s: %s", dest.chat_id, exc.kind)
+            self.stopped = True
+
+
+class _Placeholder:
+    """The stream's placeholder message: recorded and sent through the outbox, then edited."""
+
+    def __init__(self, outbox: tuple[OutboxSend, OutboxWithdraw], ctx: ReplyContext) -> None:
+        self._send, self._withdraw = outbox
+        self._ctx = ctx
+        self._item: OutboxItem | None = None
+        """Its delivery once it was recorded; taken back if it never arrived."""
+        self._creating: asyncio.Task[None] | None = None
+        self.message_id: str | None = None
+        self.shown = ""
+        self.ready = asyncio.Event()
+
+    async def open(self, text: str) -> None:
+        """Send it (shielded: ``settle`` decides what becomes of a send in flight)."""
+        name = f"placeholder:{self._ctx.destination.chat_id}"
+        self._creating = asyncio.create_task(self._create(text), name=name)
+        await asyncio.shield(self._creating)
+
+    async def _create(self, text: str) -> None:
+        delivery = OutboundText(
+            destination=self._ctx.destination, text=text, kind=OutboundKind.PROGRESS,
+            reply_to=self._ctx.reply_to, render=RenderMode.PLAIN,
+        )  # fmt: skip
+        item = self._item = self._ctx.item(0, delivery)
+        try:
+            async with asyncio.timeout(PLACEHOLDER_WAIT_S):
+                ref = await self._send(item)
+        except TimeoutError:
+            return  # the chat is held (rate limit, parked channel); ``settle`` takes it back
+        if ref is not None and ref.message_ids:
+            self.message_id = ref.message_ids[0]
+            self.shown = text
+            self.ready.set()
+
+    async def settle(self) -> str | None:
+        """Stop sending it; one that has not arrived is taken back from the outbox, or, if it
+        went out meanwhile, named for the final to edit. Its message id, if any."""
+        if self._creating is not None:
+            self._creating.cancel()
+            await asyncio.wait([self._creating])
+        if self.message_id is None and self._item is not None:
+            sent = await self._withdraw(self._item)
+            if sent is not None and sent.message_ids:
+                self.message_id = sent.message_ids[0]
+        return self.message_id
 
 
 class ProgressStream:
@@ -52,24 +153,16 @@ class ProgressStream:
         outbox: tuple[OutboxSend, OutboxWithdraw],
         limiter: RateLimiter,
         ctx: ReplyContext,
+        *,
+        counters: Counters | None = None,
     ) -> None:
         self._channel = channel
-        self._send, self._withdraw = outbox
-        self._placeholder_item: OutboxItem | None = None
-        """The placeholder's delivery once it was recorded; taken back if it never arrived."""
-        self._limiter = limiter
         self._ctx = ctx
-        caps = channel.capabilities
-        group = ctx.destination.chat_type is ChatType.GROUP
-        self._interval = caps.progress_interval_group_s if group else caps.progress_interval_dm_s
-        self._quiet_s = min(QUIET_START_S, self._interval)
+        self._calls = ProgressCalls(channel, limiter, ctx, SendFailures(limiter, counters))
+        self._placeholder = _Placeholder(outbox, ctx)
         self._parts: list[str] = []
         """The streamed text in pieces; joined when read (``+=`` is quadratic on long streams)."""
-        self._shown = ""
         self._changed = asyncio.Event()
-        self._placeholder_ready = asyncio.Event()
-        self.placeholder_id: str | None = None
-        self._creating: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._quiet: asyncio.TimerHandle | None = None
 
@@ -79,10 +172,21 @@ class ProgressStream:
             self._parts[:] = ["".join(self._parts)]
         return self._parts[0] if self._parts else ""
 
+    @property
+    def placeholder_id(self) -> str | None:
+        return self._placeholder.message_id
+
+    @property
+    def _interval(self) -> float:
+        caps = self._channel.capabilities
+        group = self._ctx.destination.chat_type is ChatType.GROUP
+        return caps.progress_interval_group_s if group else caps.progress_interval_dm_s
+
     def start(self) -> None:
         """Begin showing progress once the quiet start has passed (a turn that ends sooner
         costs one timer, no tasks)."""
-        self._quiet = asyncio.get_running_loop().call_later(self._quiet_s, self._begin)
+        quiet_s = min(QUIET_START_S, self._interval)
+        self._quiet = asyncio.get_running_loop().call_later(quiet_s, self._begin)
 
     def _begin(self) -> None:
         self._quiet = None
@@ -109,13 +213,7 @@ class ProgressStream:
         if self._quiet is not None:
             self._quiet.cancel()
             self._quiet = None
-        if self._creating is not None:
-            self._creating.cancel()
-            await asyncio.wait([self._creating])
-        if self.placeholder_id is None and self._placeholder_item is not None:
-            sent = await self._withdraw(self._placeholder_item)
-            if sent is not None and sent.message_ids:
-                self.placeholder_id = sent.message_ids[0]
+        placeholder_id = await self._placeholder.settle()
         for task in self._tasks:
             task.cancel()
         results = await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -123,27 +221,23 @@ class ProgressStream:
             if isinstance(result, Exception):
                 logger.error("progress task %s failed", task.get_name(), exc_info=result)
         self._tasks.clear()
-        return self.placeholder_id
+        return placeholder_id
 
     async def _typing(self) -> None:
         """Show "typing" until visible text exists, refreshed before the platform drops it."""
-        while self.placeholder_id is None:
-            with contextlib.suppress(SendError):
-                await self._channel.show_typing(self._ctx.destination)
+        while self._placeholder.message_id is None and not self._calls.stopped:
+            await self._calls.typing()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(TYPING_REFRESH_S):
-                    await self._placeholder_ready.wait()
+                    await self._placeholder.ready.wait()
 
     async def _edits(self) -> None:
         last_edit = 0.0
-        while True:
+        while not self._calls.stopped:
             await self._changed.wait()
             self._changed.clear()
-            if self.placeholder_id is None:
-                self._creating = asyncio.create_task(
-                    self._create_placeholder(), name=f"placeholder:{self._ctx.destination.chat_id}"
-                )
-                await asyncio.shield(self._creating)
+            if self._placeholder.message_id is None:
+                await self._placeholder.open(self._visible())
                 last_edit = time.monotonic()
                 continue
             wait = last_edit + self._interval - time.monotonic()
@@ -161,47 +255,16 @@ class ProgressStream:
             text = text[: max(1, len(text) * 9 // 10)]
         return text
 
-    async def _create_placeholder(self) -> None:
-        text = self._visible()
-        delivery = OutboundText(
-            destination=self._ctx.destination,
-            text=text,
-            kind=OutboundKind.PROGRESS,
-            reply_to=self._ctx.reply_to,
-            render=RenderMode.PLAIN,
-        )
-        item = self._placeholder_item = self._ctx.item(0, delivery)
-        try:
-            async with asyncio.timeout(PLACEHOLDER_WAIT_S):
-                ref = await self._send(item)
-        except TimeoutError:
-            return  # the chat is held (rate limit, parked channel); ``close`` takes it back
-        if ref is not None and ref.message_ids:
-            self.placeholder_id = ref.message_ids[0]
-            self._shown = text
-            self._placeholder_ready.set()
-
     async def _edit(self) -> bool:
         """Show the latest text; ``False`` when the rate limiter said not now."""
-        if self.placeholder_id is None:
+        placeholder = self._placeholder
+        if placeholder.message_id is None:
             return True
         text = self._visible()
-        if text == self._shown:
+        if text == placeholder.shown:
             return True
-        dest = self._ctx.destination
-        if not self._limiter.try_acquire((dest.channel, dest.account_id, dest.chat_id)):
+        if not self._calls.may_send():
             return False
-        edit = TextEdit(
-            destination=self._ctx.destination,
-            message_id=self.placeholder_id,
-            text=text,
-            kind=OutboundKind.PROGRESS,
-            render=RenderMode.PLAIN,
-        )
-        try:
-            await self._channel.edit_text(edit)
-        except SendError as exc:
-            logger.debug("progress edit dropped: %s", exc)
-            return True
-        self._shown = text
+        if await self._calls.edit(placeholder.message_id, text):
+            placeholder.shown = text
         return True

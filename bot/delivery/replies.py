@@ -12,12 +12,14 @@ import mimetypes
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 from bot.delivery.chunking import measure, split_markdown
 from bot.messages import (
     ConversationKey,
     Delivery,
     Destination,
+    InboundMessage,
     OutboundFile,
     OutboundKind,
     OutboundText,
@@ -31,6 +33,17 @@ MAX_CHUNKS_INLINE = 5
 SUMMARY_CHARS = 600
 
 
+class Answered(Protocol):
+    """What a reply answers: a journaled message (``Accepted`` on the bus, a ``JournalEntry``
+    in recovery) with the correlation id its replies are keyed by."""
+
+    @property
+    def message(self) -> InboundMessage: ...
+
+    @property
+    def correlation_id(self) -> str: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplyContext:
     key: ConversationKey
@@ -40,11 +53,40 @@ class ReplyContext:
     correlation_id: str
     turn_tag: str = "final"
 
+    @classmethod
+    def answering(  # noqa: PLR0913 - keyword options, each with its default
+        cls,
+        key: ConversationKey,
+        answered: Answered | None,
+        *,
+        destination: Destination | None = None,
+        thread_id: str | None = None,
+        tag: str = "final",
+        correlation_id: str = "",
+    ) -> ReplyContext:
+        """Replies in ``key``'s conversation to ``answered``, keyed by its correlation id.
+
+        ``destination`` defaults to the conversation's chat; ``correlation_id`` is the key
+        used when nothing is answered (a turn with no message left).
+        """
+        if destination is None:
+            if answered is None:
+                raise ValueError("a reply needs a message or a destination")
+            destination = Destination.of(key, answered.message.chat_type)
+        return cls(
+            key=key,
+            thread_id=thread_id,
+            destination=destination,
+            reply_to=answered.message.message_id if answered is not None else None,
+            correlation_id=answered.correlation_id if answered is not None else correlation_id,
+            turn_tag=tag,
+        )
+
     def tagged(self, turn_tag: str) -> ReplyContext:
         """The same conversation, with idempotency keys in their own namespace."""
         return replace(self, turn_tag=turn_tag)
 
-    def item(self, index: int, delivery: Delivery) -> OutboxItem:
+    def item(self, index: int | str, delivery: Delivery) -> OutboxItem:
         return OutboxItem(
             idempotency_key=f"{self.correlation_id}/{self.turn_tag}/{index}",
             delivery=delivery,

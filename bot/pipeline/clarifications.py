@@ -26,7 +26,7 @@ from bot.messages import (
     utc_now,
 )
 from bot.ports import ChannelCapabilities, ClarificationRequest, Store
-from bot.records import Clarification, ClarificationState, OutboxItem
+from bot.records import Clarification, ClarificationState
 
 logger = logging.getLogger(__name__)
 
@@ -117,14 +117,7 @@ class Clarifications:
             reply_to=ctx.reply_to,
             buttons=buttons,
         )
-        item = OutboxItem(
-            idempotency_key=f"{ctx.correlation_id}/question/{clarification.id}",
-            delivery=delivery,
-            key=ctx.key,
-            thread_id=ctx.thread_id,
-            correlation_id=ctx.correlation_id,
-        )
-        ref = await send(item)
+        ref = await send(ctx.tagged("question").item(clarification.id, delivery))
         if ref is not None and ref.message_ids:
             await self._store.clarifications.set_question_message(clarification.id, ref.last)
         logger.info("clarification asked id=%s key=%s", clarification.id, ctx.key.describe())

@@ -23,11 +23,12 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from bot.delivery.outbox import Outbox
-from bot.delivery.replies import ReplyContext, plan_text
+from bot.delivery.replies import ReplyContext
+from bot.delivery.writer import Record, ReplyWriter
 from bot.hub import ChannelHub, ChannelState
 from bot.messages import OutboundKind, OutboundText, TextEdit, utc_now
 from bot.pipeline.bus import Accepted, InboundBus
-from bot.pipeline.sessions import Sessions, destination_for
+from bot.pipeline.sessions import Sessions
 from bot.pipeline.turns import RESUMED_PREFIX, TURN_PREFIX
 from bot.ports import ChannelCapabilities, Store
 from bot.records import ChatRef, InboundStatus, JournalEntry, OutboxItem, OutboxRow, OutboxState
@@ -261,7 +262,7 @@ async def recover(
     return requeued
 
 
-def notice_sender(submit: Submit, sessions: Sessions, caps_of: CapabilitiesOf) -> Notify:
+def notice_sender(record: Record, sessions: Sessions, caps_of: CapabilitiesOf) -> Notify:
     """A ``Notify`` that posts through the outbox into the message's conversation."""
 
     async def notify(entry: JournalEntry, text: str, tag: str) -> None:
@@ -269,15 +270,7 @@ def notice_sender(submit: Submit, sessions: Sessions, caps_of: CapabilitiesOf) -
         if caps is None:
             return
         key = entry.key or sessions.scoped_key(entry.message)
-        ctx = ReplyContext(
-            key=key,
-            thread_id=entry.thread_id,
-            destination=destination_for(entry.message, key),
-            reply_to=entry.message.message_id,
-            correlation_id=entry.correlation_id,
-            turn_tag=tag,
-        )
-        deliveries = plan_text(ctx, text, caps)
-        await submit([ctx.item(i, d) for i, d in enumerate(deliveries)])
+        ctx = ReplyContext.answering(key, entry, thread_id=entry.thread_id, tag=tag)
+        await ReplyWriter(ctx, caps, record).text(text)
 
     return notify

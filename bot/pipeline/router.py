@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from bot.commands import CommandCall, CommandEnv, CommandRegistry, ParsedCommand, parse_command
 from bot.config.settings import GroupPolicy, Settings
 from bot.delivery.outbox import Outbox
-from bot.delivery.replies import ReplyContext, plan_text
+from bot.delivery.replies import ReplyContext
+from bot.delivery.writer import ReplyWriter
 from bot.hub import ChannelHub
 from bot.messages import (
     ChatType,
@@ -24,7 +25,6 @@ from bot.messages import (
     InboundMessage,
     OutboundKind,
     Reaction,
-    ReactionMark,
 )
 from bot.metrics import Counters, DropReason, log_drop
 from bot.pipeline.access import AccessControl, Role
@@ -194,15 +194,9 @@ class Router:
         return ACCEPTED
 
     async def _acknowledge_queued(self, item: Accepted, key: ConversationKey) -> None:
-        channel = self._hub.get(item.message.channel)
-        if channel is not None and Reaction.QUEUED in channel.capabilities.reactions:
-            ctx = self._reply_ctx(item, key, "queued")
-            mark = ReactionMark(
-                destination=ctx.destination,
-                message_id=item.message.message_id,
-                reaction=Reaction.QUEUED,
-            )
-            await self._outbox.submit([ctx.item(0, mark)])
+        replies = self._replies(item, key, "queued")
+        if replies is not None and Reaction.QUEUED in replies.caps.reactions:
+            await replies.react(Reaction.QUEUED)
         else:
             await self._notice(item, key, QUEUED_NOTICE)
 
@@ -256,25 +250,20 @@ class Router:
 
     # ------------------------------------------------------------------ helpers
 
-    def _reply_ctx(self, item: Accepted, key: ConversationKey, tag: str) -> ReplyContext:
-        return ReplyContext(
-            key=key,
-            thread_id=None,
-            destination=destination_for(item.message, key),
-            reply_to=item.message.message_id,
-            correlation_id=item.correlation_id,
-            turn_tag=tag,
-        )
+    def _replies(self, item: Accepted, key: ConversationKey, tag: str) -> ReplyWriter | None:
+        """Replies to ``item`` in ``key``'s conversation; ``None`` if its channel is gone."""
+        channel = self._hub.get(item.message.channel)
+        if channel is None:
+            return None
+        ctx = ReplyContext.answering(key, item, tag=tag)
+        return ReplyWriter(ctx, channel.capabilities, self._outbox.submit)
 
     async def _send(
         self, item: Accepted, key: ConversationKey, text: str, kind: OutboundKind, tag: str
     ) -> None:
-        channel = self._hub.get(item.message.channel)
-        if channel is None:
-            return
-        ctx = self._reply_ctx(item, key, tag)
-        deliveries = plan_text(ctx, text, channel.capabilities, kind=kind)
-        await self._outbox.submit([ctx.item(i, d) for i, d in enumerate(deliveries)])
+        replies = self._replies(item, key, tag)
+        if replies is not None:
+            await replies.text(text, kind=kind)
 
     async def _notice(self, item: Accepted, key: ConversationKey, text: str) -> None:
         await self._send(item, key, text, OutboundKind.NOTICE, "notice")

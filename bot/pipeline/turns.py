@@ -20,18 +20,11 @@ from bot.config.settings import Settings
 from bot.delivery.outbox import Outbox
 from bot.delivery.progress import ProgressStream
 from bot.delivery.ratelimit import RateLimiter
-from bot.delivery.replies import (
-    MAX_CHUNKS_INLINE,
-    ReplyContext,
-    long_answer_summary,
-    plan_chunks,
-    plan_files,
-    plan_text,
-    split_reply,
-)
+from bot.delivery.replies import ReplyContext
+from bot.delivery.writer import ReplyWriter
 from bot.errors import AgentError
 from bot.hub import ChannelHub
-from bot.messages import Delivery, OutboundKind, Reaction, ReactionMark, Sender, utc_now
+from bot.messages import Reaction, Sender, utc_now
 from bot.metrics import Counters
 from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.lanes import CancelReason, CancelToken, TurnRequest
@@ -42,12 +35,11 @@ from bot.ports import (
     Channel,
     ClarificationRequest,
     FinalAnswer,
-    PresentedFile,
     Store,
     TextDelta,
     Turn,
 )
-from bot.records import InboundStatus, OutboxItem
+from bot.records import InboundStatus
 from bot.workspace import ThreadWorkspace
 
 logger = logging.getLogger(__name__)
@@ -79,7 +71,7 @@ class _Scope:
 
     request: TurnRequest
     channel: Channel
-    ctx: ReplyContext
+    replies: ReplyWriter
     stream: ProgressStream
     workspace: ThreadWorkspace
     thread_id: str
@@ -113,13 +105,8 @@ class TurnRunner:
             logger.exception("creating a thread crashed key=%s", request.key.describe())
             await self._no_thread(request, channel, AgentError("an internal error"))
             return
-        ctx = ReplyContext(
-            key=request.key,
-            thread_id=conversation,
-            destination=request.destination,
-            reply_to=request.items[-1].message.message_id if request.items else None,
-            correlation_id=request.items[-1].correlation_id if request.items else conversation,
-        )
+        replies = self._replies(channel, request, conversation, conversation)
+        ctx = replies.ctx
         for item in request.items:
             # A message's own history counts: a fresh one merged with a recovered one has
             # not been interrupted yet, so a crash now gives it its one re-run (design §11).
@@ -131,7 +118,7 @@ class TurnRunner:
         outcome = "ok"
         self._counters.runs_active.inc()
         try:
-            outcome = await self._run(request, channel, ctx, token)
+            outcome = await self._run(request, channel, replies, token)
         finally:
             self._counters.runs_active.dec()
             self._counters.run_seconds.labels(outcome=outcome).observe(time.monotonic() - started)
@@ -146,18 +133,20 @@ class TurnRunner:
         with a reference id, and mark the messages failed."""
         reference = request.items[-1].correlation_id if request.items else "no-thread"
         logger.warning("no thread correlation=%s: %s", reference, exc.detail or exc)
-        ctx = ReplyContext(
-            key=request.key,
-            thread_id=None,
-            destination=request.destination,
-            reply_to=request.items[-1].message.message_id if request.items else None,
-            correlation_id=reference,
-        )
-        text = failure_text(exc.reason, reference)
-        deliveries = plan_text(ctx, text, channel.capabilities)
-        await self._outbox.submit(_items(ctx, deliveries))
+        replies = self._replies(channel, request, None, reference)
+        await replies.text(failure_text(exc.reason, reference))
         await self._mark(request, InboundStatus.FAILED, f"no thread: {exc.reason}")
         self._counters.run_seconds.labels(outcome="agent_error").observe(0.0)
+
+    def _replies(
+        self, channel: Channel, request: TurnRequest, thread_id: str | None, correlation: str
+    ) -> ReplyWriter:
+        """Replies to the request's last message (``correlation``: the key without one)."""
+        ctx = ReplyContext.answering(
+            request.key, request.items[-1] if request.items else None,
+            destination=request.destination, thread_id=thread_id, correlation_id=correlation,
+        )  # fmt: skip
+        return ReplyWriter(ctx, channel.capabilities, self._outbox.submit)
 
     async def _thread_for(self, request: TurnRequest) -> str:
         if request.answered is not None:
@@ -165,8 +154,9 @@ class TurnRunner:
         return (await self._sessions.ensure_thread(request.key)).thread_id
 
     async def _run(
-        self, request: TurnRequest, channel: Channel, ctx: ReplyContext, token: CancelToken
+        self, request: TurnRequest, channel: Channel, replies: ReplyWriter, token: CancelToken
     ) -> str:
+        ctx = replies.ctx
         assert ctx.thread_id is not None  # noqa: S101 - set by __call__
         workspace = await self._workspace(ctx.thread_id)
         turn = await self._build_turn(request, channel, workspace)
@@ -175,12 +165,13 @@ class TurnRunner:
             (self._outbox.send_now, self._outbox.withdraw),
             self._limiter,
             ctx.tagged(_placeholder_tag(request)),
+            counters=self._counters,
         )
         scope = _Scope(
-            request=request, channel=channel, ctx=ctx, stream=stream, workspace=workspace,
-            thread_id=ctx.thread_id,
+            request=request, channel=channel, replies=replies, stream=stream,
+            workspace=workspace, thread_id=ctx.thread_id,
         )  # fmt: skip
-        await self._react(ctx, Reaction.WORKING)
+        await self._react(replies, Reaction.WORKING)
         stream.start()
         try:
             return await self._consume(scope, turn)
@@ -244,11 +235,10 @@ class TurnRunner:
         return Turn(text=text, sender=messages[-1].sender, uploads=uploads, notes=notes)
 
     async def _ask(self, scope: _Scope, event: ClarificationRequest) -> None:
-        ctx, caps = scope.ctx, scope.channel.capabilities
+        ctx, caps = scope.replies.ctx, scope.channel.capabilities
         placeholder = await scope.stream.close()
         if scope.stream.text.strip():
-            deliveries = plan_text(ctx, scope.stream.text, caps, placeholder_id=placeholder)
-            await self._outbox.submit(_items(ctx, deliveries))
+            await scope.replies.text(scope.stream.text, placeholder_id=placeholder)
         request = scope.request
         asked_user = request.items[-1].message.sender.id if request.items else ""
         if request.answered is not None:
@@ -257,33 +247,19 @@ class TurnRunner:
         await self._mark(request, InboundStatus.HANDLED, "asked")
 
     async def _deliver(self, scope: _Scope, final: FinalAnswer) -> None:
-        ctx, caps = scope.ctx, scope.channel.capabilities
         placeholder = await scope.stream.close()
-        chunks = split_reply(final.text, caps)
-        extra_files: list[PresentedFile] = []
-        if len(chunks) > MAX_CHUNKS_INLINE:
-            answer_path = scope.workspace.outputs / f"answer-{ctx.correlation_id}.md"
-            await asyncio.to_thread(answer_path.write_text, final.text, "utf-8")
-            extra_files.append(PresentedFile(path=answer_path, name="answer.md"))
-            chunks = split_reply(long_answer_summary(final.text, caps), caps)
-        deliveries = plan_chunks(ctx, chunks, caps, placeholder_id=placeholder)
-        presented = [*extra_files, *final.files]
-        uploads, notes = await asyncio.to_thread(plan_files, ctx, presented, scope.workspace, caps)
-        if notes:
-            deliveries += plan_text(ctx, "\n".join(notes), caps, kind=OutboundKind.NOTICE)[:1]
-        deliveries += uploads
         answered = [item.entry_id for item in scope.request.items]
-        await self._outbox.submit(_items(ctx, deliveries), finishes=answered)
+        await scope.replies.answer(
+            final.text, final.files, scope.workspace, placeholder_id=placeholder, finishes=answered
+        )
         self._observe_first_reply(scope.request)
-        await self._react(ctx, Reaction.DONE)
+        await self._react(scope.replies, Reaction.DONE)
 
     async def _fail(self, scope: _Scope, reason: str) -> None:
-        ctx = scope.ctx
         placeholder = await scope.stream.close()
-        text = failure_text(reason, ctx.correlation_id)
-        deliveries = plan_text(ctx, text, scope.channel.capabilities, placeholder_id=placeholder)
-        await self._outbox.submit(_items(ctx, deliveries))
-        await self._react(ctx, Reaction.FAILED)
+        text = failure_text(reason, scope.replies.ctx.correlation_id)
+        await scope.replies.text(text, placeholder_id=placeholder)
+        await self._react(scope.replies, Reaction.FAILED)
         await self._mark(scope.request, InboundStatus.FAILED, reason)
 
     async def _cancelled(self, scope: _Scope, token: CancelToken) -> None:
@@ -300,24 +276,16 @@ class TurnRunner:
 
         async def finish() -> None:
             placeholder = await scope.stream.close()
-            tagged = scope.ctx.tagged(str(reason))
-            caps = scope.channel.capabilities
-            deliveries = plan_text(tagged, text, caps, placeholder_id=placeholder)
-            await self._outbox.submit(_items(tagged, deliveries[:1]))
+            replies = scope.replies.tagged(str(reason))
+            await replies.text(text, placeholder_id=placeholder, max_messages=1)
             if reason is not CancelReason.SHUTDOWN:
                 await self._mark(scope.request, InboundStatus.HANDLED, str(reason))
 
         await asyncio.shield(finish())
 
-    async def _react(self, ctx: ReplyContext, reaction: Reaction) -> None:
-        if ctx.reply_to is None:
-            return
-        channel = self._hub.get(ctx.key.channel)
-        if channel is None or reaction not in channel.capabilities.reactions:
-            return
-        mark = ReactionMark(destination=ctx.destination, message_id=ctx.reply_to, reaction=reaction)
-        tagged = ctx.tagged(f"react-{reaction}")
-        await self._outbox.submit([tagged.item(0, mark)])
+    async def _react(self, replies: ReplyWriter, reaction: Reaction) -> None:
+        if self._hub.get(replies.ctx.key.channel) is not None:  # not stopped meanwhile
+            await replies.tagged(f"react-{reaction}").react(reaction)
 
     def _observe_first_reply(self, request: TurnRequest) -> None:
         if request.items:
@@ -356,10 +324,6 @@ def _created_workspace(workspace_dir: Path, thread_id: str) -> ThreadWorkspace:
     workspace = ThreadWorkspace.for_thread(workspace_dir, thread_id)
     workspace.create()
     return workspace
-
-
-def _items(ctx: ReplyContext, deliveries: list[Delivery]) -> list[OutboxItem]:
-    return [ctx.item(index, delivery) for index, delivery in enumerate(deliveries)]
 
 
 def _system_sender() -> Sender:

@@ -177,6 +177,9 @@ class ChannelCapabilities:
     """The same for a private chat: 0 where the platform limits those only bot-wide."""
     global_rate_per_s: float = 0.0
     """Sends per second for the whole bot (bursts of one second's worth allowed); 0: none."""
+    group_messages_per_minute: int | None = None
+    """New messages (not edits or reactions) the bot may post in one group chat per minute,
+    paced by the kernel's limiter; ``None``: no such cap."""
     stale_after_s: float | None = None
     """Reconnect when nothing (not even a ping) arrived for this long; ``None`` disables."""
     idempotent_sends: bool = False

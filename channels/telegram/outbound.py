@@ -27,13 +27,12 @@ from telegram import (
 )
 from telegram.constants import ChatAction
 
-from bot.errors import DownloadError, InvalidRequest, RateLimited, SendError
+from bot.errors import DownloadError, InvalidRequest, SendError
 from bot.messages import (
     Attachment,
     Button,
     Destination,
     OutboundFile,
-    OutboundKind,
     OutboundText,
     Reaction,
     ReactionMark,
@@ -42,7 +41,6 @@ from bot.messages import (
 )
 from channels.telegram.errors import NotModified, sdk_errors
 from channels.telegram.inbound import forum_thread_of
-from channels.telegram.ratelimit import GroupWindow
 from channels.telegram.render import Rendered, render
 
 logger = logging.getLogger(__name__)
@@ -58,10 +56,9 @@ DOWNLOAD_TIMEOUT_S = 60.0
 
 
 class Outbound:
-    def __init__(self, bot: Bot, *, secret: str, groups: GroupWindow | None = None) -> None:
+    def __init__(self, bot: Bot, *, secret: str) -> None:
         self._bot = bot
         self._secret = secret
-        self._groups = groups or GroupWindow()
 
     # ------------------------------------------------------------------ text
 
@@ -69,7 +66,7 @@ class Outbound:
         dest = message.destination
         body = render(message.text, message.render)
         sent = await self._send_body(
-            dest, body, message.kind, reply_to=message.reply_to, markup=_keyboard(message.buttons)
+            dest, body, reply_to=message.reply_to, markup=_keyboard(message.buttons)
         )
         return SentRef(message_ids=(str(sent.message_id),))
 
@@ -77,24 +74,19 @@ class Outbound:
         self,
         dest: Destination,
         body: Rendered,
-        kind: OutboundKind,
         *,
         reply_to: str | None,
         markup: InlineKeyboardMarkup | None,
     ) -> Message:
-        chat_id = _chat_id(dest)
-        await self._group_slot(chat_id, kind)
         with sdk_errors(self._secret):
-            sent = await self._bot.send_message(
-                chat_id=chat_id,
+            return await self._bot.send_message(
+                chat_id=_chat_id(dest),
                 text=body.text,
                 entities=body.entities or None,
                 message_thread_id=forum_thread_of(dest.topic_id),
                 reply_parameters=_reply(reply_to),
                 reply_markup=markup,
             )
-        self._groups.record(chat_id)
-        return sent
 
     async def edit_text(self, edit: TextEdit) -> None:
         body = render(edit.text, edit.render)
@@ -110,16 +102,6 @@ class Outbound:
         except NotModified:
             return
 
-    async def _group_slot(self, chat_id: int, kind: OutboundKind) -> None:
-        """Wait for the group's 20-per-minute budget; progress is refused instead of waiting."""
-        wait = self._groups.wait_for(chat_id)
-        if wait <= 0:
-            return
-        if kind is OutboundKind.PROGRESS:
-            raise RateLimited("group message budget spent", retry_after=wait)
-        logger.info("group %s is at 20 messages/minute; waiting %.1fs", chat_id, wait)
-        await asyncio.sleep(wait)
-
     # ------------------------------------------------------------------ files
 
     async def send_file(self, file: OutboundFile) -> SentRef:
@@ -129,7 +111,6 @@ class Outbound:
             data = await asyncio.to_thread(Path(file.path).read_bytes)
         except OSError as exc:
             raise InvalidRequest(f"cannot read {file.name}: {exc.strerror}") from exc
-        await self._group_slot(chat_id, OutboundKind.FINAL)
         sent: Message | None = None
         if file.is_image and len(data) <= PHOTO_LIMIT:
             sent = await self._photo(file, data)
@@ -144,7 +125,6 @@ class Outbound:
                     reply_parameters=_reply(file.reply_to),
                     write_timeout=UPLOAD_TIMEOUT_S, read_timeout=UPLOAD_TIMEOUT_S,
                 )  # fmt: skip
-        self._groups.record(chat_id)
         return SentRef(message_ids=(str(sent.message_id),))
 
     async def _photo(self, file: OutboundFile, data: bytes) -> Message | None:

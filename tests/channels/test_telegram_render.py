@@ -10,7 +10,6 @@ from bot.messages import RenderMode
 from bot.ports import TextUnit
 from channels.telegram import TELEGRAM_CAPABILITIES
 from channels.telegram.errors import NotModified, translate
-from channels.telegram.ratelimit import GroupWindow
 from channels.telegram.render import render
 
 
@@ -96,24 +95,12 @@ def test_the_token_never_appears_in_a_translated_message() -> None:
     assert token not in str(translate(tg.InvalidToken(f"The token `{token}` was rejected"), token))
 
 
-def test_a_group_takes_twenty_messages_a_minute() -> None:
-    now = [0.0]
-    window = GroupWindow(clock=lambda: now[0])
-    for _ in range(20):
-        assert window.wait_for(-100) == 0
-        window.record(-100)
-        now[0] += 1
-    assert window.wait_for(-100) == pytest.approx(40.0)
-    assert window.wait_for(42) == 0  # private chats are not limited this way
-    now[0] = 60.0
-    assert window.wait_for(-100) == 0
-
-
 def test_capabilities_encode_telegrams_limits() -> None:
     caps = TELEGRAM_CAPABILITIES
     assert (caps.text_limit, caps.text_unit) == (4096, TextUnit.UTF16)
     assert (caps.progress_interval_dm_s, caps.progress_interval_group_s) == (1.0, 3.0)
     assert (caps.per_chat_interval_s, caps.global_rate_per_s) == (1.0, 30.0)
     assert caps.per_dm_interval_s == 0.0  # private chats: only the bot-wide limit
+    assert caps.group_messages_per_minute == 20  # the kernel's limiter keeps it
     assert (caps.max_image_bytes, caps.max_file_bytes) == (10 * 1024 * 1024, 50 * 1024 * 1024)
     assert all((caps.edits, caps.buttons, caps.threads, caps.reactions, caps.typing))

@@ -34,8 +34,8 @@ class Recording(RateLimiter):
         self.delays: list[float] = []
 
     @override
-    def reserve(self, key: DestinationKey, *, group: bool) -> float:
-        delay = super().reserve(key, group=group)
+    def reserve(self, key: DestinationKey, *, group: bool, new_message: bool = True) -> float:
+        delay = super().reserve(key, group=group, new_message=new_message)
         self.delays.append(delay)
         return delay
 

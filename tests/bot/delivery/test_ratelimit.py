@@ -32,6 +32,7 @@ def telegram(clock: Clock) -> RateLimiter:
         per_chat_interval_s=caps.per_chat_interval_s,
         per_dm_interval_s=caps.per_dm_interval_s,
         global_rate_per_s=caps.global_rate_per_s,
+        group_messages_per_minute=caps.group_messages_per_minute,
     )
     return limiter
 
@@ -66,6 +67,43 @@ def test_progress_waits_for_a_final_queued_ahead_of_it() -> None:
     assert not limiter.try_acquire(GROUP)  # the chat's next slot belongs to the next final
     clock.now += 1.0
     assert limiter.try_acquire(GROUP)
+
+
+def test_a_group_takes_twenty_new_messages_a_minute() -> None:
+    clock = Clock()
+    limiter = telegram(clock)
+    for _ in range(20):
+        assert limiter.reserve(GROUP, group=True) == 0.0
+        clock.now += 1.0
+    # The 21st final waits for its place in the minute (the first went at 1000) ...
+    assert limiter.reserve(GROUP, group=True) == pytest.approx(40.0)
+    # ... and progress is refused at once rather than waiting in front of it.
+    assert not limiter.try_acquire(GROUP, group=True, new_message=True)
+    # Private chats are not limited this way.
+    assert [limiter.reserve(DM, group=False) for _ in range(25)] == [0.0] * 25
+
+
+def test_edits_and_progress_edits_do_not_count_in_a_groups_minute() -> None:
+    clock = Clock()
+    limiter = telegram(clock)
+    for _ in range(30):
+        assert limiter.try_acquire(GROUP)  # a streaming edit
+        assert limiter.reserve(GROUP, group=True, new_message=False) == 0.0  # a final edit
+        clock.now += 1.0
+    assert limiter.reserve(GROUP, group=True) == 0.0  # a new message still has its place
+
+
+def test_a_placeholder_takes_its_place_in_the_minute_or_is_refused() -> None:
+    clock = Clock()
+    limiter = telegram(clock)
+    for _ in range(19):
+        assert limiter.reserve(GROUP, group=True) == 0.0
+        clock.now += 1.0
+    assert limiter.try_acquire(GROUP, group=True, new_message=True)  # the 20th: a placeholder
+    assert not limiter.try_acquire(GROUP, group=True, new_message=True)
+    assert limiter.reserve(GROUP, group=True) == pytest.approx(41.0)  # 1000 + 60 - 1019
+    clock.now = 1061.0
+    assert limiter.try_acquire(GROUP, group=True, new_message=True)
 
 
 def test_a_429_slows_exactly_the_chat_it_names() -> None:
