@@ -24,6 +24,7 @@ from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import Lanes
 from bot.pipeline.ownership import ChatOwnership
+from bot.pipeline.rebalance import Rebalancer
 from bot.pipeline.recovery import LeftPlaceholders, Notify, notice_sender, recover
 from bot.pipeline.router import Router, RouterDeps
 from bot.pipeline.sessions import Sessions
@@ -146,6 +147,13 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     ownership = ChatOwnership(
         store, bus, outbox, placeholders, replica_id=replica_id,
         expiry_s=lambda: settings().daemon.replica_expiry_s, notify=notify, submit=outbox.submit,
+        rebalancer=Rebalancer(
+            store.leases, replica_id=replica_id,
+            expiry_s=lambda: settings().daemon.replica_expiry_s,
+            moves_per_sweep=lambda: settings().daemon.rebalance_moves,
+            moved=counters.replicas.chats_rebalanced,
+        ),
+        on_taken=clarifications.forget_chats,
     )  # fmt: skip
     router = Router(
         RouterDeps(

@@ -28,6 +28,28 @@ class DropReason(StrEnum):
     FROM_BOT = "from_bot"
 
 
+class ReplicaMetrics:
+    """What a replica of a shared store reports about itself and its chats (design §11)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.info = Gauge(
+            "switchboard_replica_info",
+            "1 for this daemon: its replica id and store backend (design §11).",
+            ["replica", "backend"],
+            registry=registry,
+        )
+        self.leases_held = Gauge(
+            "switchboard_chat_leases_held",
+            "Chats this replica holds on a shared store (it routes, runs and sends them).",
+            registry=registry,
+        )
+        self.chats_rebalanced = Counter(
+            "switchboard_chats_rebalanced",
+            "Idle chats this replica handed to a less loaded replica (design §11).",
+            registry=registry,
+        )
+
+
 class Counters:
     """The daemon's Prometheus metrics."""
 
@@ -73,17 +95,7 @@ class Counters:
             ["channel"],
             registry=self.registry,
         )
-        self.replica_info = Gauge(
-            "switchboard_replica_info",
-            "1 for this daemon: its replica id and store backend (design §11).",
-            ["replica", "backend"],
-            registry=self.registry,
-        )
-        self.leases_held = Gauge(
-            "switchboard_chat_leases_held",
-            "Chats this replica holds on a shared store (it routes, runs and sends them).",
-            registry=self.registry,
-        )
+        self.replicas = ReplicaMetrics(self.registry)
         self.reconnects = Counter(
             "switchboard_channel_reconnects",
             "Times a channel lost its connection and reconnected.",

@@ -1,8 +1,8 @@
 """Chat leases on SQLite: one daemon per store (the instance lock), so every chat is its own.
 
-Nothing is handed between replicas here: ``adopt`` holds whatever it is asked about and takes
-no entries (start-up recovery resumes the whole journal instead, design §11), ``exclusive``
-is held at once, and nobody ever wakes this daemon.
+Nothing is handed between replicas here (nor rebalanced): ``adopt`` holds whatever it is asked
+about and takes no entries (start-up recovery resumes the whole journal instead, design §11),
+``exclusive`` is held at once, and nobody ever wakes this daemon.
 """
 
 from __future__ import annotations
@@ -50,6 +50,28 @@ class SqliteLeaseStore(LeaseStore):
     @override
     async def release(self, replica: str) -> int:
         return 0
+
+    @override
+    async def loads(self, now: datetime, expiry_s: float) -> dict[str, int]:
+        return {}
+
+    @override
+    async def idle(self, replica: str, now: datetime, quiet_s: float, limit: int) -> list[ChatRef]:
+        return []
+
+    @override
+    async def hand_over(
+        self,
+        replica: str,
+        to: str,
+        chats: Collection[ChatRef],
+        *,
+        now: datetime,
+        expiry_s: float,
+        quiet_s: float,
+    ) -> list[ChatRef]:
+        """Nothing to hand over to: this daemon is the store's only one."""
+        return []
 
     @override
     async def wake(self, replica_ids: Collection[str]) -> None:

@@ -113,6 +113,9 @@ class DaemonSettings(Section):
     ``<hostname>-<pid>-<random>``, new for every start (design §11)."""
     replica_expiry_s: float = Field(default=15, gt=0)
     """A replica whose heartbeat is older than this is no longer live."""
+    rebalance_moves: int = Field(default=2, ge=0, le=100)
+    """Idle chats a replica holding more than its fair share hands to less loaded live
+    replicas per ownership sweep (about a second); 0 turns rebalancing off (design §11)."""
 
     @field_validator("replica_id", mode="before")
     @classmethod

@@ -60,7 +60,7 @@ class HttpServer:
         self._replica_id = replica.id if replica is not None else None
         if replica is not None:
             self._identity = {"replica": replica.id, "backend": replica.backend}
-            counters.replica_info.labels(replica=replica.id, backend=replica.backend).set(1)
+            counters.replicas.info.labels(replica=replica.id, backend=replica.backend).set(1)
         self._readiness = readiness
         self._hub = readiness.hub
         self._store = readiness.store
@@ -99,7 +99,7 @@ class HttpServer:
         for name in self._hub.names():
             up = self._hub.state(name) is ChannelState.RUNNING
             self._counters.channel_up.labels(channel=name).set(1 if up else 0)
-        self._counters.leases_held.set(await self._held())
+        self._counters.replicas.leases_held.set(await self._held())
 
     async def _held(self) -> int:
         """The chats this replica holds (0 alone on its store, where every chat is its own)."""

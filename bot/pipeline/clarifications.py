@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -26,7 +26,7 @@ from bot.messages import (
     utc_now,
 )
 from bot.ports import ChannelCapabilities, ClarificationRequest, Store
-from bot.records import Clarification, ClarificationState
+from bot.records import ChatRef, Clarification, ClarificationState
 
 logger = logging.getLogger(__name__)
 
@@ -71,14 +71,22 @@ class Clarifications:
         self._clock = clock
         self._none_pending: dict[tuple[str, str, str, str], None] = {}
         self._asks = 0
-        """Askers known to have no pending question. Questions are only added by this
-        process (which forgets the asker then); answers and expiry only remove them. So
-        most messages skip the store lookup."""
+        """Askers known to have no pending question. Questions are only added by the process
+        holding the chat (this one forgets the asker then; a chat taken over from another is
+        forgotten whole, ``forget_chats``); answers and expiry only remove them. So most
+        messages skip the store lookup."""
 
     def _remember_none_pending(self, asker: tuple[str, str, str, str]) -> None:
         self._none_pending[asker] = None
         if len(self._none_pending) > NONE_PENDING_MEMORY:
             del self._none_pending[next(iter(self._none_pending))]
+
+    def forget_chats(self, chats: Collection[ChatRef]) -> None:
+        """Chats this replica just took from another: questions were asked there by another
+        process, so what is remembered of their askers may be out of date."""
+        gained = {(chat.channel, chat.account_id, chat.chat_id) for chat in chats}
+        for asker in [a for a in self._none_pending if a[:3] in gained]:
+            del self._none_pending[asker]
 
     async def ask(
         self,

@@ -16,9 +16,11 @@ by the next message, a new topic anchored at a message.
   What a gone replica had in hand is recovered as a restart recovers it (design §11): an answer
   already recorded is delivered, a started turn runs again once with the resuming notice, the
   placeholders it left are finished or withdrawn; the chat's outbox rows wait meanwhile.
+- **Rebalancing** (``bot/pipeline/rebalance.py``, in the same loop): a replica above its
+  fair share hands idle chats to less loaded ones.
 
 On a store that is not shared (SQLite) every chat is this daemon's, intake puts messages on the
-bus directly, and start-up recovery resumes the whole journal.
+bus directly, start-up recovery resumes the whole journal, and nothing is rebalanced.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Collection, Coroutine, Sequence
 from typing import Final
 
 from bot.delivery.outbox import Outbox
@@ -35,6 +37,7 @@ from bot.delivery.ratelimit import DestinationKey
 from bot.errors import StoreError
 from bot.messages import utc_now
 from bot.pipeline.bus import Accepted, InboundBus
+from bot.pipeline.rebalance import Rebalancer
 from bot.pipeline.recovery import LeftPlaceholders, Notify, Submit, recover
 from bot.ports import Store
 from bot.records import Adoption, ChatRef, JournalEntry
@@ -63,16 +66,19 @@ class ChatOwnership:
         expiry_s: Callable[[], float],
         notify: Notify,
         submit: Submit,
+        rebalancer: Rebalancer,
+        on_taken: Callable[[Collection[ChatRef]], None] = lambda _chats: None,
     ) -> None:
-        self._store = store
         self._leases = store.leases
         self._bus = bus
         self._outbox = outbox
         self._placeholders = placeholders
         self.replica_id = replica_id
         self._expiry_s = expiry_s
-        self._notify = notify
-        self._submit = submit
+        self._recover_left = functools.partial(recover, store, bus, notify, submit)
+        self.rebalancer = rebalancer
+        self._on_taken = on_taken
+        """Told of chats taken from another replica (what this process cached of them is old)."""
         self._woken = asyncio.Event()
         self.spawn: Spawn | None = None
         """Starts a kernel task unless it runs (``recovery:<channel>`` after a takeover)."""
@@ -124,10 +130,13 @@ class ChatOwnership:
         return adoption
 
     async def run(self) -> None:
-        """Sweep on every wake-up, and every ``SWEEP_S`` in any case."""
+        """Sweep on every wake-up, and every ``SWEEP_S`` in any case; rebalance at most once
+        per ``SWEEP_S`` (wake-ups come with every message journaled elsewhere)."""
         while True:
             self._woken.clear()
             await self.sweep()
+            if not self._bus.closed:
+                await self.rebalancer.when_due(SWEEP_S)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(SWEEP_S):
                     await self._woken.wait()
@@ -135,6 +144,7 @@ class ChatOwnership:
     async def _settle(self, adoption: Adoption, mine: dict[int, Accepted]) -> None:
         """Put what was taken on the bus in journal order; recover what a gone replica had."""
         if adoption.claimed:
+            self._on_taken(adoption.claimed)
             self.taken_over += len(adoption.claimed)
             for channel in await self._placeholders.collect(adoption.claimed):
                 if self.spawn is not None:
@@ -168,5 +178,5 @@ class ChatOwnership:
 
     async def _recover(self, entries: list[JournalEntry]) -> None:
         if entries:
-            await recover(self._store, self._bus, self._notify, self._submit, list(entries))
+            await self._recover_left(list(entries))
             entries.clear()

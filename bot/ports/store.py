@@ -304,6 +304,32 @@ class LeaseStore(Protocol):
         """Give up every lease of ``replica`` (a clean stop); returns how many."""
         ...
 
+    async def loads(self, now: datetime, expiry_s: float) -> dict[str, int]:
+        """How many chats each live replica holds (a live replica holding none counts 0);
+        empty where not shared."""
+        ...
+
+    async def idle(self, replica: str, now: datetime, quiet_s: float, limit: int) -> list[ChatRef]:
+        """Up to ``limit`` chats ``replica`` holds that are idle: no unfinished journal entry
+        (on any replica), none that changed within ``quiet_s``, no pending outbox row and no
+        pending clarification. Empty where not shared."""
+        ...
+
+    async def hand_over(  # noqa: PLR0913 - who, to whom, which chats, and the idle rule
+        self,
+        replica: str,
+        to: str,
+        chats: Collection[ChatRef],
+        *,
+        now: datetime,
+        expiry_s: float,
+        quiet_s: float,
+    ) -> list[ChatRef]:
+        """Move each of ``chats`` that ``replica`` holds and that is still idle (as ``idle``
+        says, checked under the lease's row lock) to the live replica ``to``, and wake it;
+        returns the chats moved. Nothing moves where not shared."""
+        ...
+
     async def wake(self, replica_ids: Collection[str]) -> None:
         """Tell those replicas (``"*"``: all) that work may be waiting for them."""
         ...

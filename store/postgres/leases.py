@@ -9,6 +9,12 @@ entries of the chats now held as this replica's, skipping rows another transacti
 (``FOR UPDATE SKIP LOCKED``: whoever holds them takes them, or a later sweep does). Chats are
 locked in sorted order, so two replicas adopting overlapping chats never deadlock.
 
+Rebalancing moves a lease directly from its owner to another live replica (``hand_over``,
+guarded by the owner), never through a release: with Telegram polling one replica receives
+every message, and a released chat would go straight back to it. The move first locks the
+owner's lease rows (an ``adopt`` of them finishes first), then checks in a statement of its
+own, so with a fresh snapshot, that each chat is still idle: an entry ``adopt`` just took counts.
+
 Replicas wake each other with NOTIFY on ``wake_channel`` (payload: the replica id, or ``*``);
 ``exclusive`` is a session advisory lock on a connection of its own, so it ends when the
 process does, however it ends.
@@ -81,6 +87,40 @@ _CLAIM: Final = (
 _HOLDERS: Final = (
     f"SELECT l.channel, l.account_id, l.chat_id, l.owner FROM chat_leases l JOIN {_CHATS}"  # noqa: S608 - constant fragments; values are parameters
     f" ON {_SAME_CHAT.format(t='c')}"
+)
+_IDLE: Final = (
+    "NOT EXISTS (SELECT 1 FROM inbound i"  # noqa: S608 - constant fragments; values are parameters
+    f" WHERE {_SAME_CHAT.format(t='i')} AND {_UNFINISHED})"
+    f" AND NOT EXISTS (SELECT 1 FROM inbound i WHERE {_SAME_CHAT.format(t='i')}"
+    " AND i.updated_at > %(quiet)s)"
+    f" AND NOT EXISTS (SELECT 1 FROM outbox o WHERE {_SAME_CHAT.format(t='o')}"
+    " AND o.state = 'pending')"
+    f" AND NOT EXISTS (SELECT 1 FROM clarifications q WHERE {_SAME_CHAT.format(t='q')}"
+    " AND q.state = 'pending')"
+)
+"""Nothing of the chat ``l`` is in flight anywhere: no message waiting, queued or running (on
+any replica), none finished within the quiet time (a turn's last effects follow its mark), no
+reply waiting to be sent or being sent, no question waiting for its answer."""
+_IDLE_HELD: Final = (
+    "SELECT l.channel, l.account_id, l.chat_id FROM chat_leases l"  # noqa: S608 - constant fragments; values are parameters
+    f" WHERE l.owner = %(me)s AND {_IDLE}"
+    " ORDER BY l.since, l.channel, l.account_id, l.chat_id LIMIT %(limit)s"
+)
+_LOCK_HELD: Final = (
+    f"SELECT 1 FROM chat_leases l JOIN {_CHATS} ON {_SAME_CHAT.format(t='c')}"  # noqa: S608 - constant fragments; values are parameters
+    " WHERE l.owner = %(me)s"
+    " ORDER BY l.channel, l.account_id, l.chat_id FOR UPDATE OF l"
+)
+_HAND_OVER: Final = (
+    "UPDATE chat_leases l SET owner = %(to)s, since = %(now)s"  # noqa: S608 - constant fragments; values are parameters
+    f" FROM {_CHATS} WHERE {_SAME_CHAT.format(t='c')} AND l.owner = %(me)s"
+    f" AND {_LIVE.format(owner='%(to)s')} AND {_IDLE}"
+    " RETURNING l.channel, l.account_id, l.chat_id"
+)
+_LOADS: Final = (
+    "SELECT r.id, count(l.owner) AS n FROM replicas r"
+    " LEFT JOIN chat_leases l ON l.owner = r.id"
+    " WHERE r.heartbeat_at > %(cutoff)s GROUP BY r.id"
 )
 _TAKE: Final = (
     "WITH old AS (SELECT i.id, i.owner FROM inbound i"  # noqa: S608 - constant fragments; values are parameters
@@ -223,6 +263,45 @@ class PgLeaseStore(LeaseStore):
         return await self._db.write("DELETE FROM chat_leases WHERE owner = ?", (replica,))
 
     @override
+    async def loads(self, now: datetime, expiry_s: float) -> dict[str, int]:
+        params = {"cutoff": to_utc(now) - timedelta(seconds=expiry_s)}
+        rows = map(PgColumns, await self._db.rows(_LOADS, params))
+        return {cols.text("id"): cols.integer("n") for cols in rows}
+
+    @override
+    async def idle(self, replica: str, now: datetime, quiet_s: float, limit: int) -> list[ChatRef]:
+        if limit <= 0:
+            return []
+        params = {"me": replica, "quiet": _quiet(now, quiet_s), "limit": limit}
+        return [_chat(PgColumns(row)) for row in await self._db.rows(_IDLE_HELD, params)]
+
+    @override
+    async def hand_over(
+        self,
+        replica: str,
+        to: str,
+        chats: Collection[ChatRef],
+        *,
+        now: datetime,
+        expiry_s: float,
+        quiet_s: float,
+    ) -> list[ChatRef]:
+        asked = sorted(set(chats), key=_order)
+        if not asked or to == replica:
+            return []
+        known = self._known.get(replica, {})
+        for chat in asked:  # before the move: an intake from now on claims, and sees the move
+            known.pop(chat, None)
+        params = self._params(replica, now, expiry_s, fresh_start=False) | _chat_params(asked)
+        params |= {"to": to, "quiet": _quiet(now, quiet_s)}
+        async with self._db.transaction() as tx:
+            await tx.rows(_LOCK_HELD, params)
+            moved = [_chat(PgColumns(row)) for row in await tx.rows(_HAND_OVER, params)]
+            if moved:
+                await self._wake(tx, {to})
+        return sorted(moved, key=_order)
+
+    @override
     async def wake(self, replica_ids: Collection[str]) -> None:
         if replica_ids:
             async with self._db.shared() as session:
@@ -300,6 +379,11 @@ class PgLeaseStore(LeaseStore):
         except (psycopg.Error, OSError) as exc:
             logger.warning("lost an exclusive hold: %s", self._db.server.scrub(str(exc)))
             hold.lose()
+
+
+def _quiet(now: datetime, quiet_s: float) -> datetime:
+    """Journal changes after this are too recent for the chat to count as idle."""
+    return to_utc(now) - timedelta(seconds=quiet_s)
 
 
 def _order(chat: ChatRef) -> tuple[str, str, str]:

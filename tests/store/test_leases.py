@@ -1,24 +1,44 @@
 """Chat leases between replicas on one PostgreSQL schema (design §11 "replicas"): a chat is
 held by one live replica, messages journaled elsewhere wait for it, and the chats and
-unfinished messages of a replica that is gone are taken over once, by one replica."""
+unfinished messages of a replica that is gone are taken over once, by one replica; a holder
+hands an idle chat straight to another live replica, and nothing in flight moves."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
+from psycopg import sql
 
+from bot.messages import ChatType
 from bot.ports import Store
-from bot.records import ChatRef, InboundStatus, Replica
+from bot.records import ChatRef, Clarification, InboundStatus, Replica
+from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
-from tests.store.support import START, BackendStore, StoreFactory, enqueue, inbound, item, record
+from tests.fakes.common.waiting import eventually
+from tests.postgres import server_url
+from tests.store.support import (
+    START,
+    BackendStore,
+    StoreFactory,
+    enqueue,
+    inbound,
+    item,
+    key,
+    record,
+)
 
 EXPIRY_S = 15.0
 C1 = ChatRef("telegram", "", "c1")
 C2 = ChatRef("telegram", "", "c2")
+C3 = ChatRef("telegram", "", "c3")
+QUIET_S = 5.0
 
 
 @pytest.fixture
@@ -225,3 +245,117 @@ async def test_a_replica_that_was_not_live_learns_its_chat_moved_at_its_next_int
     await record(a, inbound("m2"), "k2")
     at_a = await a.leases.adopt("a", later, EXPIRY_S, [C1])
     assert (at_a.held, at_a.others, at_a.entries) == (frozenset(), {C1: "b"}, ())
+
+
+async def test_an_idle_chat_is_handed_straight_to_a_live_replica_and_busy_ones_stay(
+    make_store: StoreFactory,
+) -> None:
+    quiet = START + timedelta(seconds=QUIET_S + 1)  # the store's clock says START
+    async with make_store() as a, make_store(listen=True) as b:
+        await register(a, "a")
+        await register(b, "b")
+        await register(a, "gone", seconds=-EXPIRY_S - 10)  # not live
+        woken = asyncio.Event()
+        b.leases.on_wake("b", woken.set)
+        await record(a, inbound("m1"), "k1")  # C1: a message not answered yet
+        done = await record(a, inbound("m2", chat_id="c2"), "k2")  # C2: answered
+        await enqueue(a, [item("reply", conversation=key("c3"))])  # C3: a reply to send
+        await a.leases.adopt("a", quiet, EXPIRY_S, [C1, C2, C3])
+        assert done is not None
+        await a.inbound.update(done, InboundStatus.HANDLED, reason="answered")
+        assert await a.leases.loads(quiet, EXPIRY_S) == {"a": 3, "b": 0}
+        assert await a.leases.idle("a", quiet, QUIET_S, 10) == [C2]
+        assert await a.leases.idle("a", START, QUIET_S, 10) == []  # answered just now
+
+        async def hand(owner: str, to: str, chats: list[ChatRef]) -> list[ChatRef]:
+            return await a.leases.hand_over(
+                owner, to, chats, now=quiet, expiry_s=EXPIRY_S, quiet_s=QUIET_S
+            )
+
+        assert await hand("b", "a", [C2]) == []  # only the holder hands a chat over
+        assert await hand("a", "gone", [C2]) == []  # only to a live replica
+        assert await hand("a", "b", [C1, C2, C3]) == [C2]
+        async with asyncio.timeout(5):
+            await woken.wait()
+        assert await b.leases.loads(quiet, EXPIRY_S) == {"a": 2, "b": 1}
+        assert await hand("a", "b", [C2]) == []  # a holds it no longer
+        await record(a, inbound("m3", chat_id="c2"), "k3")
+        at_a = await a.leases.adopt("a", quiet, EXPIRY_S, [C2])  # a saw itself hold C2 just now
+        assert (at_a.held, at_a.others, at_a.entries) == (frozenset(), {C2: "b"}, ())
+        at_b = await b.leases.adopt("b", quiet, EXPIRY_S)
+        assert [t.entry.message.message_id for t in at_b.entries] == ["m3"]
+        assert all(t.previous_owner is None for t in at_b.entries)
+
+
+async def test_a_hand_over_waiting_for_the_holders_own_intake_sees_the_work_it_took(
+    pair: tuple[BackendStore, BackendStore],
+) -> None:
+    """An intake of the holder (``adopt``) locks the lease row while it takes new work; a
+    hand-over meanwhile waits for it and then checks idleness afresh, so the chat stays."""
+    a, _ = pair
+    assert isinstance(a, PostgresStore)
+    quiet = START + timedelta(seconds=QUIET_S + 1)
+    entry = await record(a, inbound("m1"), "k1")
+    await a.leases.adopt("a", START, EXPIRY_S, [C1])
+    assert entry is not None
+    await a.inbound.update(entry, InboundStatus.HANDLED, reason="answered")
+    assert await a.leases.idle("a", quiet, QUIET_S, 10) == [C1]
+    table = functools.partial(sql.Identifier, a.schema)
+    async with await psycopg.AsyncConnection.connect(server_url()) as intake:
+        async with intake.transaction():
+            await intake.execute(
+                sql.SQL("SELECT 1 FROM {} WHERE chat_id = 'c1' FOR UPDATE").format(
+                    table("chat_leases")
+                )
+            )
+            await intake.execute(
+                sql.SQL("UPDATE {} SET status = 'accepted' WHERE id = %s").format(table("inbound")),
+                (entry,),
+            )  # new work for the chat, taken under the lease's lock
+            moving = asyncio.create_task(
+                a.leases.hand_over("a", "b", [C1], now=quiet, expiry_s=EXPIRY_S, quiet_s=QUIET_S),
+                name="test:hand-over",
+            )
+            await eventually(lambda: _waits_for_a_lock(intake), within=5)
+        assert await moving == []
+    assert await a.leases.held("a") == 1
+
+
+async def _waits_for_a_lock(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether some session waits for a lock ``conn`` holds."""
+    cursor = await conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+        (conn.info.backend_pid,),
+    )
+    row = await cursor.fetchone()
+    return row is not None and row[0] > 0
+
+
+async def test_a_chat_waiting_for_an_answer_to_a_question_is_not_idle(
+    pair: tuple[BackendStore, BackendStore],
+) -> None:
+    a, _ = pair
+    await a.leases.adopt("a", START, EXPIRY_S, [C1])
+    asked = Clarification(
+        id="q1", key=key(), chat_type=ChatType.GROUP, thread_id="t1", asked_user_id="u1",
+        question="which?", options=(), question_message_id=None,
+        created_at=START, expires_at=START + timedelta(minutes=10),
+    )  # fmt: skip
+    await a.clarifications.add(asked)
+    assert await a.leases.idle("a", START, 0, 10) == []
+    assert await a.leases.hand_over("a", "b", [C1], now=START, expiry_s=EXPIRY_S, quiet_s=0) == []
+    assert await a.clarifications.resolve("q1", "this one")
+    assert await a.leases.idle("a", START, 0, 10) == [C1]
+    moved = await a.leases.hand_over("a", "b", [C1], now=START, expiry_s=EXPIRY_S, quiet_s=0)
+    assert moved == [C1]
+
+
+async def test_sqlite_has_nothing_to_rebalance(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "s.db") as store:
+        await store.leases.adopt("x", START, EXPIRY_S, [C1])
+        assert await store.leases.loads(START, EXPIRY_S) == {}
+        assert await store.leases.idle("x", START, QUIET_S, 10) == []
+        moved = await store.leases.hand_over(
+            "x", "y", [C1], now=START, expiry_s=EXPIRY_S, quiet_s=QUIET_S
+        )
+        assert moved == []

@@ -6,9 +6,11 @@ import asyncio
 from datetime import timedelta
 from pathlib import Path
 
-from bot.messages import ButtonPress, OutboundText, TextEdit, utc_now
+from bot.messages import ButtonPress, ChatType, ConversationKey, OutboundText, TextEdit, utc_now
+from bot.pipeline.clarifications import Clarifications
 from bot.ports import ChannelCapabilities
-from bot.records import ClarificationState
+from bot.records import ChatRef, Clarification, ClarificationState
+from store.sqlite import SqliteStore
 from tests.bot.harness import make_settings, routed, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import PLAIN_CAPS, FakeChannel, dm, group
@@ -146,3 +148,30 @@ async def test_expired_question_is_marked_and_next_message_is_normal(tmp_path: P
     assert pending == []
     assert stored is not None
     assert stored.state is ClarificationState.EXPIRED
+
+
+async def test_a_question_asked_by_another_replica_is_found_once_its_chat_is_taken(
+    tmp_path: Path,
+) -> None:
+    """A chat this process held and cached as free of questions moved to another replica,
+    which asked one; when this process takes the chat back, the answer must find it."""
+    message = dm("blue", message_id="5")
+    async with SqliteStore(tmp_path / "switchboard.db") as store:
+        clarifications = Clarifications(store, lambda: 600.0)
+        assert await clarifications.match(message, is_command=False) is None  # cached: none
+        now = utc_now()
+        key = ConversationKey(channel="fake", chat_id=message.chat_id)
+        await store.clarifications.add(
+            Clarification(
+                id="q-elsewhere", key=key, chat_type=ChatType.DM, thread_id="t9",
+                asked_user_id="alice", question="Which colour?", options=("red", "blue"),
+                question_message_id=None, created_at=now, expires_at=now + timedelta(hours=1),
+            )
+        )  # fmt: skip
+        assert await clarifications.match(message, is_command=False) is None  # still cached
+
+        clarifications.forget_chats([ChatRef.of(message)])
+        answer = await clarifications.match(message, is_command=False)
+    assert answer is not None
+    assert answer.clarification.id == "q-elsewhere"
+    assert answer.text == "blue"
