@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from bot.exit_codes import EXIT_OK
 from bot.kernel import Kernel
 from bot.metrics import DropReason
 from bot.ports import AgentBackend, Channel, Store
+from tests.fakes.common.waiting import eventually
 
 
 def make_settings(state_dir: Path, **sections: Any) -> Settings:
@@ -113,13 +114,6 @@ async def http_get(daemon: Daemon, path: str) -> tuple[int, str]:
     url = f"http://127.0.0.1:{daemon.http.port}{path}"
     async with aiohttp.ClientSession() as session, session.get(url) as response:
         return response.status, await response.text()
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], within: float = 5.0) -> None:
-    """Wait for state that raises no event (readiness), re-checking every few milliseconds."""
-    async with asyncio.timeout(within):
-        while not await check():  # noqa: ASYNC110 - hub states and the outbox raise no event
-            await asyncio.sleep(0.02)
 
 
 INTAKE_OUTCOMES = frozenset({DropReason.DUPLICATE, DropReason.QUEUE_FULL})

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from aiohttp import web
 
 from bot.ops.http import RouteTable
+from tests.fakes.common.server import serve_app
 
 
 @asynccontextmanager
@@ -16,11 +17,5 @@ async def serve_routes(routes: RouteTable) -> AsyncIterator[str]:
     app = web.Application()
     for path, handler in routes.posts:
         app.router.add_post(path, handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with serve_app(app) as origin:
+        yield origin

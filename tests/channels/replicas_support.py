@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from bench.replicas_fleet import Replica
 from bench.replicas_load import answered
 from bench.soak_daemon import free_port
 from bench.soak_model import SoakModel, question
+from tests.fakes.common.waiting import eventually
 from tests.fakes.openai_server import Reply, ToolCall
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -92,8 +94,11 @@ async def converse(fake: FakeTelegram, chat_id: int, chat: int, messages: int) -
     for index in range(1, messages + 1):
         fake.push_message(question(chat, index), chat_id=chat_id, user_id=chat_id)
         marker = f"q{chat}-{index}"
-        while marker not in answered(fake, chat_id):  # noqa: ASYNC110 - the fake raises no event
-            await asyncio.sleep(0.05)
+        await eventually(functools.partial(_answered, fake, chat_id, marker), None, every=0.05)
+
+
+def _answered(fake: FakeTelegram, chat_id: int, marker: str) -> bool:
+    return marker in answered(fake, chat_id)
 
 
 async def chats_by_pid(store_url: str, schema: str) -> dict[int, int]:
@@ -115,15 +120,16 @@ async def wait_ready(replica: Replica, within: float = 60.0) -> None:
     """Until the replica's ``/readyz`` says ready (its channel runs); fails past ``within``."""
     import aiohttp  # noqa: PLC0415 - only the e2e tests need a client
 
-    async with asyncio.timeout(within), aiohttp.ClientSession() as session:
-        while True:
+    async with aiohttp.ClientSession() as session:
+
+        async def ready() -> bool:
             try:
                 async with session.get(f"http://127.0.0.1:{replica.port}/readyz") as response:
-                    if response.status == 200:
-                        return
+                    return response.status == 200
             except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
+                return False  # not listening yet
+
+        await eventually(ready, within, every=0.1)
 
 
 async def killed(replica: Replica) -> int:

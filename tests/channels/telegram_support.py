@@ -28,8 +28,9 @@ from bot.ports import (
     ChannelContext,
 )
 from channels.telegram import TELEGRAM_CAPABILITIES, TelegramChannel
-from tests.bot.harness import eventually, make_settings, running
+from tests.bot.harness import make_settings, running
 from tests.channels.health_log import HealthLog
+from tests.fakes.common.waiting import eventually
 from tests.fakes.telegram_api import Call, FakeTelegram
 
 FAST_CAPS = replace(

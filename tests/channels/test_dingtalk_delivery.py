@@ -15,7 +15,6 @@ from bot.ports import FinalAnswer, PresentedFile, TextDelta
 from bot.records import OutboxRow, OutboxState
 from channels.dingtalk.api import OpenApi, new_session
 from channels.dingtalk.cards import Cards
-from tests.bot.harness import eventually
 from tests.channels.dingtalk_support import (
     ALICE,
     GROUP,
@@ -27,6 +26,7 @@ from tests.channels.dingtalk_support import (
     wait_text,
 )
 from tests.fakes.agent import FakeAgent
+from tests.fakes.common.waiting import eventually
 from tests.fakes.dingtalk_api import FakeDingTalk
 from tests.fakes.scripted_agent import ScriptedAgent
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import IO
 
 from bot.pipeline.recovery import INTERRUPTED_PLACEHOLDER, PLACEHOLDER_TAG, RESUMING_NOTICE
-from tests.bot.harness import eventually
-from tests.channels.cli_support import REPO, cli_env
+from tests.channels.cli_support import REPO, cli_config, cli_env, start_run
 from tests.channels.dingtalk_support import ALICE, TEMPLATE, texts, wait_text
+from tests.fakes.common.waiting import eventually
 from tests.fakes.dingtalk_api import FakeDingTalk
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, ToolCall
 
@@ -34,23 +34,16 @@ def _env(state_dir: Path) -> dict[str, str]:
 def _config(
     tmp_path: Path, fake: FakeDingTalk, agent: str = "{backend: echo}", extra: str = ""
 ) -> Path:
-    config = tmp_path / "switchboard.yaml"
-    config.write_text(
-        "config_version: 1\n"
-        "state_dir: ${SWITCHBOARD_STATE_DIR}\n"
-        f"agent: {agent}\n"
-        "http: {enabled: false}\n"
-        "daemon: {shutdown_grace_s: 5}\n"
-        "access: {dm_policy: open}\n"
-        "channels:\n"
+    return cli_config(
+        tmp_path,
+        agent,
         "  dingtalk:\n"
         "    enabled: true\n"
         f"    client_id: {fake.client_id}\n"
         f"    client_secret: {fake.client_secret}\n"
         f"    api_base_url: {fake.origin}\n"
-        f"{extra}"
+        f"{extra}",
     )
-    return config
 
 
 def _check_online(config: Path, state_dir: Path) -> subprocess.CompletedProcess[str]:
@@ -74,11 +67,7 @@ def test_check_online_fetches_an_access_token(tmp_path: Path) -> None:
 
 
 def _start(config: Path, state_dir: Path, log: IO[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(  # noqa: S603 - our own CLI
-        [sys.executable, "-m", "bot", "run", "-c", str(config)],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, text=True,
-        env=_env(state_dir), cwd=REPO,
-    )  # fmt: skip
+    return start_run(config, log, _env(state_dir))
 
 
 async def test_run_answers_over_the_stream_and_drains(tmp_path: Path) -> None:

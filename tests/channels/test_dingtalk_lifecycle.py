@@ -16,10 +16,9 @@ import yaml
 
 from bot.config.loader import load_settings
 from bot.errors import AuthFailed, TransientSendError
-from bot.hub import ChannelState
 from bot.messages import ChatType, Destination, InboundMessage, OutboundKind, TextEdit
 from bot.ports import Admission
-from tests.bot.harness import eventually, registry_daemon
+from tests.bot.harness import registry_daemon
 from tests.channels.dingtalk_support import (
     ALICE,
     TEMPLATE,
@@ -30,8 +29,9 @@ from tests.channels.dingtalk_support import (
     wait_text,
 )
 from tests.channels.health_log import HealthLog
+from tests.channels.parking_support import parks_while_another_serves
 from tests.fakes.agent import FakeAgent
-from tests.fakes.channel import FakeChannel, dm
+from tests.fakes.channel import FakeChannel
 from tests.fakes.dingtalk_api import FakeDingTalk
 
 
@@ -46,14 +46,7 @@ async def test_refused_credentials_park_dingtalk_while_the_daemon_serves(tmp_pat
         settings = dingtalk_settings(tmp_path, fake)
         async with dingtalk_daemon(settings, fake, FakeAgent(), others=[other],
                                    wait_connected=False) as run:  # fmt: skip
-
-            async def parked() -> bool:
-                return run.kernel.hub.state("dingtalk") is ChannelState.PARKED
-
-            await eventually(parked)
-            await other.inject(dm("still here?", message_id="m1"))
-            await other.wait_text("echo: still here?")
-            assert run.kernel.hub.reason("dingtalk").startswith("auth_failed")
+            await parks_while_another_serves(run.kernel, "dingtalk", other)
         assert fake.connections == 0
         assert _dingtalk_tasks() == []
 

@@ -13,38 +13,28 @@ import functools
 import signal
 import sqlite3
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
 from bot.pipeline.recovery import INTERRUPTED_PLACEHOLDER, PLACEHOLDER_TAG, RESUMING_NOTICE
-from tests.bot.harness import eventually
-from tests.channels.cli_support import REPO, check_online, cli_env
+from tests.channels.cli_support import check_online, cli_config, cli_env, daemon_process, start_run
 from tests.channels.feishu_support import DM, shown_text, texts, wait_text
+from tests.fakes.common.waiting import eventually
 from tests.fakes.feishu import Message
 from tests.fakes.feishu_api import FakeFeishu
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, ToolCall
 
 
 def _config(tmp_path: Path, fake: FakeFeishu, agent: str = "{backend: echo}") -> Path:
-    config = tmp_path / "switchboard.yaml"
-    config.write_text(
-        "config_version: 1\n"
-        "state_dir: ${SWITCHBOARD_STATE_DIR}\n"
-        f"agent: {agent}\n"
-        "http: {enabled: false}\n"
-        "daemon: {shutdown_grace_s: 5}\n"
-        "access: {dm_policy: open}\n"
-        "channels:\n"
+    return cli_config(
+        tmp_path,
+        agent,
         "  feishu:\n"
         "    enabled: true\n"
         f"    app_id: {fake.app_id}\n"
         f"    app_secret: {fake.app_secret}\n"
-        f"    domain: {fake.origin}\n"
+        f"    domain: {fake.origin}\n",
     )
-    return config
 
 
 def test_check_online_probes_feishu(tmp_path: Path) -> None:
@@ -62,24 +52,10 @@ def test_check_online_probes_feishu(tmp_path: Path) -> None:
     assert fake.app_secret not in good.stdout + good.stderr + bad.stdout + bad.stderr
 
 
-@contextmanager
-def _daemon(config: Path, state_dir: Path) -> Iterator[subprocess.Popen[str]]:
-    process = subprocess.Popen(  # noqa: S603 - our own CLI
-        [sys.executable, "-m", "bot", "run", "-c", str(config)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(state_dir), cwd=REPO,
-    )  # fmt: skip
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate(timeout=10)
-
-
 async def test_run_answers_over_the_long_connection_and_drains(tmp_path: Path) -> None:
     with FakeFeishu() as fake:
         config = _config(tmp_path, fake)
-        with _daemon(config, tmp_path / "state") as process:
+        with daemon_process(config, tmp_path / "state") as process:
             fake.push_message("hello from feishu", chat_id=DM)
             await wait_text(fake, DM, "hello from feishu", within=45)
             process.send_signal(signal.SIGTERM)
@@ -92,11 +68,7 @@ async def test_run_answers_over_the_long_connection_and_drains(tmp_path: Path) -
 
 
 def _start(config: Path, state_dir: Path, log: IO[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(  # noqa: S603 - our own CLI
-        [sys.executable, "-m", "bot", "run", "-c", str(config)],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, text=True,
-        env={**cli_env(state_dir), "PYTHONUNBUFFERED": "1"}, cwd=REPO,
-    )  # fmt: skip
+    return start_run(config, log, {**cli_env(state_dir), "PYTHONUNBUFFERED": "1"})
 
 
 def _streaming(fake: FakeFeishu, message: Message) -> bool:

@@ -52,6 +52,7 @@ from lark_oapi.event.callback.model.p2_card_action_trigger import (  # type: ign
 from lark_oapi.ws.client import _new_ping_frame  # type: ignore[import-untyped]
 from lark_oapi.ws.exception import ClientException  # type: ignore[import-untyped]
 
+from tests.fakes.common.server import serve_app
 from tests.fakes.feishu import TINY_PNG, frames
 from tests.fakes.feishu.sdk_thread import LarkWsThread
 from tests.fakes.feishu.webhook import encrypt
@@ -490,12 +491,8 @@ async def webhook(fake: FakeFeishu, events: Events) -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_post("/feishu/events", receive)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    yield f"http://127.0.0.1:{runner.addresses[0][1]}/feishu/events"
-    await runner.cleanup()
+    async with serve_app(app) as origin:
+        yield f"{origin}/feishu/events"
 
 
 async def test_webhook_events_pass_the_sdks_checks(

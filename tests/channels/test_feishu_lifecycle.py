@@ -13,8 +13,7 @@ import yaml
 
 from bot.config.loader import load_settings
 from bot.errors import AuthFailed
-from bot.hub import ChannelState
-from tests.bot.harness import eventually, registry_daemon
+from tests.bot.harness import registry_daemon
 from tests.channels.feishu_support import (
     DM,
     build_channel,
@@ -23,8 +22,9 @@ from tests.channels.feishu_support import (
     wait_text,
 )
 from tests.channels.health_log import HealthLog
+from tests.channels.parking_support import parks_while_another_serves
 from tests.fakes.agent import FakeAgent
-from tests.fakes.channel import FakeChannel, dm
+from tests.fakes.channel import FakeChannel
 from tests.fakes.feishu_api import FakeFeishu
 
 
@@ -43,14 +43,7 @@ async def test_refused_credentials_park_feishu_while_the_daemon_serves(tmp_path:
         settings = feishu_settings(tmp_path, fake)
         async with feishu_daemon(settings, fake, FakeAgent(), others=[other],
                                  wait_connected=False) as run:  # fmt: skip
-
-            async def parked() -> bool:
-                return run.kernel.hub.state("feishu") is ChannelState.PARKED
-
-            await eventually(parked)
-            await other.inject(dm("still here?", message_id="m1"))
-            await other.wait_text("echo: still here?")
-            assert run.kernel.hub.reason("feishu").startswith("auth_failed")
+            await parks_while_another_serves(run.kernel, "feishu", other)
         assert fake.connections() == 0
         assert sdk_threads() == []
 

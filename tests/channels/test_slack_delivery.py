@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.records import OutboxState
-from tests.bot.harness import eventually
 from tests.channels.slack_support import slack_daemon, slack_settings, wait_text
 from tests.fakes.agent import FakeAgent
+from tests.fakes.common.waiting import eventually
 from tests.fakes.slack_api import FakeSlack
 
 

@@ -6,37 +6,26 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from tests.channels import telegram_support as tg
-from tests.channels.cli_support import REPO, check_online, cli_env
+from tests.channels.cli_support import check_online, cli_config, daemon_process
 from tests.channels.slack_support import texts
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 
 
 def _config(tmp_path: Path, slack: FakeSlack, extra: str = "", *, backend: str = "echo") -> Path:
-    config = tmp_path / "switchboard.yaml"
-    config.write_text(
-        "config_version: 1\n"
-        "state_dir: ${SWITCHBOARD_STATE_DIR}\n"
-        f"agent: {{backend: {backend}}}\n"
-        "http: {enabled: false}\n"
-        "daemon: {shutdown_grace_s: 5}\n"
-        "access: {dm_policy: open}\n"
-        "channels:\n"
+    return cli_config(
+        tmp_path,
+        f"{{backend: {backend}}}",
         "  slack:\n"
         "    enabled: true\n"
         f"    bot_token: {slack.ids.bot_token}\n"
         f"    app_token: {slack.ids.app_token}\n"
         f"    api_base_url: {slack.api_base_url}\n"
-        f"{extra}"
+        f"{extra}",
     )
-    return config
 
 
 def test_check_online_probes_slack_with_auth_test(tmp_path: Path) -> None:
@@ -55,20 +44,6 @@ def test_check_online_probes_slack_with_auth_test(tmp_path: Path) -> None:
     assert calls.count("auth.test") == 2
 
 
-@contextmanager
-def _daemon(config: Path, state_dir: Path) -> Iterator[subprocess.Popen[str]]:
-    process = subprocess.Popen(  # noqa: S603 - our own CLI
-        [sys.executable, "-m", "bot", "run", "-c", str(config)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(state_dir), cwd=REPO,
-    )  # fmt: skip
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate(timeout=10)
-
-
 async def test_run_serves_slack_and_telegram_at_the_same_time(tmp_path: Path) -> None:
     with FakeSlack() as slack, FakeTelegram() as telegram:
         telegram_block = (
@@ -78,7 +53,7 @@ async def test_run_serves_slack_and_telegram_at_the_same_time(tmp_path: Path) ->
             f"    api_base_url: {telegram.api_origin}\n"
         )
         config = _config(tmp_path, slack, telegram_block, backend="embedded")
-        with _daemon(config, tmp_path / "state") as process:
+        with daemon_process(config, tmp_path / "state") as process:
             slack.push_message("hello from slack")
             telegram.push_message("hello from telegram")
             await slack.await_until(

@@ -22,6 +22,7 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from tests.fakes.common.server import serve_app
 from tests.fakes.slack_api import FakeSlack
 
 WRONG_TOKEN = "xoxb-nope"  # noqa: S105 - a fake credential
@@ -415,18 +416,6 @@ async def test_button_click_and_response_url(fake: FakeSlack, client: AsyncWebCl
 # ---------------------------------------------------------------------- HTTP mode
 
 
-@asynccontextmanager
-async def serve(app: web.Application) -> AsyncIterator[str]:
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
-
-
 async def test_http_delivery_is_signed_and_retried_on_errors(fake: FakeSlack) -> None:
     requests: asyncio.Queue[tuple[dict[str, str], bytes]] = asyncio.Queue()
 
@@ -442,7 +431,7 @@ async def test_http_delivery_is_signed_and_retried_on_errors(fake: FakeSlack) ->
     # a busy machine a shorter timeout can run out before a 200 is read, and that delivery
     # would then count as timed out and be sent a third time.
     fake.ack_timeout_s = 3.0
-    async with serve(app) as origin:
+    async with serve_app(app) as origin:
         fake.set_http_target(f"{origin}/events")
         fake.push_message("hello")
         first, body = await asyncio.wait_for(requests.get(), 10)
@@ -476,7 +465,7 @@ async def test_bolt_http_mode_verifies_signatures(fake: FakeSlack) -> None:
         await ack()
         await seen.put(body)
 
-    async with serve(app.web_app(path="/slack/events")) as origin:
+    async with serve_app(app.web_app(path="/slack/events")) as origin:
         target = f"{origin}/slack/events"
         fake.set_http_target(target)
         ts = fake.push_message("over http")

@@ -9,9 +9,10 @@ import time
 from pathlib import Path
 
 from bot.hub import ChannelState
-from tests.bot.harness import eventually, http_get, registry_daemon
+from tests.bot.harness import http_get, registry_daemon
 from tests.channels.slack_support import EVENTS_PATH, slack_daemon, slack_settings, wait_text
 from tests.fakes.agent import FakeAgent
+from tests.fakes.common.waiting import eventually
 from tests.fakes.slack.payloads import event_callback
 from tests.fakes.slack_api import FakeSlack
 

@@ -14,11 +14,11 @@ from bot.hub import ChannelState
 from bot.ops.http import RouteTable
 from bot.ports import ChannelContext
 from channels.telegram import TelegramChannel
-from tests.bot.harness import eventually
 from tests.channels import telegram_support as tg
 from tests.channels.health_log import HealthLog
 from tests.channels.slack_support import SlackRun, slack_daemon, slack_settings
 from tests.fakes.agent import FakeAgent
+from tests.fakes.common.waiting import eventually
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from tests.channels.cli_support import start_run
 from tests.channels.telegram_support import texts, wait_text
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.fakes.telegram_api import FakeTelegram
@@ -43,11 +44,7 @@ def _env() -> dict[str, str]:
 
 
 def _start(config: Path, log: IO[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(  # noqa: S603 - our own CLI
-        [sys.executable, "-m", "bot", "run", "-c", str(config)],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, text=True,
-        env=_env(), cwd=REPO,
-    )  # fmt: skip
+    return start_run(config, log, _env())
 
 
 async def test_kill_9_during_a_turn_still_answers_exactly_once(tmp_path: Path) -> None:

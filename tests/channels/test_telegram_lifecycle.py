@@ -14,7 +14,7 @@ from bot.ops.http import RouteTable
 from bot.ports import ChannelContext
 from channels.telegram import TelegramChannel
 from channels.telegram.webhook import SECRET_HEADER
-from tests.bot.harness import eventually, http_get, registry_daemon, started_without_waiting
+from tests.bot.harness import http_get, registry_daemon, started_without_waiting
 from tests.channels.health_log import HealthLog
 from tests.channels.telegram_support import (
     free_port,
@@ -23,6 +23,7 @@ from tests.channels.telegram_support import (
     wait_text,
 )
 from tests.fakes.agent import FakeAgent
+from tests.fakes.common.waiting import eventually
 from tests.fakes.telegram_api import FakeTelegram
 
 FORGED = {

@@ -25,6 +25,7 @@ from tests.channels.replicas_support import (
     wait_ready,
     write_config,
 )
+from tests.fakes.common.waiting import eventually
 from tests.fakes.telegram_api import FakeTelegram
 from tests.postgres import fresh_schema, require_postgres
 
@@ -38,8 +39,10 @@ async def _answered_total(fake: FakeTelegram) -> int:
 
 
 async def _until_answered(fake: FakeTelegram, count: int) -> None:
-    while await _answered_total(fake) < count:  # noqa: ASYNC110 - the fake raises no event
-        await asyncio.sleep(0.05)
+    async def enough() -> bool:
+        return await _answered_total(fake) >= count
+
+    await eventually(enough, within=None, every=0.05)  # under the caller's timeout
 
 
 async def _busiest(replicas: list[Replica], url: str, schema: str) -> Replica:
@@ -50,13 +53,15 @@ async def _busiest(replicas: list[Replica], url: str, schema: str) -> Replica:
 
 async def _poller(replicas: list[Replica]) -> Replica:
     """The replica that holds Telegram's getUpdates (it says so in its log)."""
-    async with asyncio.timeout(30):
-        while True:
-            holding = [r for r in replicas if "holding telegram:" in r.log.read_text()]
-            if holding:
-                (poller,) = holding
-                return poller
-            await asyncio.sleep(0.05)
+    found: list[Replica] = []
+
+    def holding() -> bool:
+        found[:] = [r for r in replicas if "holding telegram:" in r.log.read_text()]
+        return bool(found)
+
+    await eventually(holding, within=30, every=0.05)
+    (poller,) = found
+    return poller
 
 
 def _buttons(reply_markup: str) -> dict[str, str]:
@@ -86,12 +91,14 @@ async def test_three_replicas_answer_every_message_exactly_once_through_a_kill_9
                 fake.push_callback_query(
                     data=buttons["blue"], chat_id=ASKING_CHAT, message_id=message_id, user_id=7
                 )
-                async with asyncio.timeout(60):
-                    while not any(  # noqa: ASYNC110 - the fake raises no event
+                await eventually(
+                    lambda: any(
                         "blue" in str(m.get("text")) and "noted" in str(m.get("text"))
                         for m in fake.chat_messages(ASKING_CHAT)
-                    ):
-                        await asyncio.sleep(0.05)
+                    ),
+                    within=60,
+                    every=0.05,
+                )
                 (question_url, answer_url) = [url for _, url in fake.balanced_deliveries()[:2]]
                 assert question_url != answer_url
 
@@ -137,8 +144,11 @@ async def test_a_standby_takes_over_telegram_polling_when_the_poller_is_killed(
                     for chat in range(1, chats + 1)
                 ]
                 async with asyncio.timeout(120):
-                    while sum(len(answered(fake, c)) for c in range(1, chats + 1)) < 8:  # noqa: ASYNC110
-                        await asyncio.sleep(0.05)
+                    await eventually(
+                        lambda: sum(len(answered(fake, c)) for c in range(1, chats + 1)) >= 8,
+                        within=None,
+                        every=0.05,
+                    )
                     assert await killed(poller) == -signal.SIGKILL
                     await asyncio.gather(*conversations)
             standby = next(r for r in replicas if r is not poller)

@@ -21,7 +21,8 @@ from typing import Any
 from aiohttp import web
 from typing_extensions import override
 
-from tests.fakes.loop_thread import LoopServer
+from tests.fakes.common import waiting
+from tests.fakes.common.server import LoopServer
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -102,15 +103,13 @@ class FakeOpenAIServer(LoopServer):
     """``with FakeOpenAIServer() as fake:`` serves ``fake.base_url`` until the block ends."""
 
     def __init__(self, *, model: str = "fake-model") -> None:
-        super().__init__("fake-openai")
+        super().__init__("fake-openai", label="FakeOpenAIServer")
         self.model = model
         self._script: deque[Scripted] = deque()
         self._received: list[ReceivedRequest] = []
         self._lock = threading.Condition()
         self._ids = itertools.count(1)
-        self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
-        self._port = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -120,26 +119,19 @@ class FakeOpenAIServer(LoopServer):
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = int(self._runner.addresses[0][1])
+        await self._listen(app)
 
     @override
     async def _astop(self) -> None:
         if self._stopping is not None:
             self._stopping.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-        loop = asyncio.get_running_loop()
-        await loop.shutdown_asyncgens()
+        await self._close()
 
     # ------------------------------------------------------------------ test API
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._port}/v1"
+        return f"{self.origin}/v1"
 
     def script(self, *replies: Scripted) -> None:
         """Queue replies; each chat completion request consumes the next one."""
@@ -154,7 +146,7 @@ class FakeOpenAIServer(LoopServer):
     def wait_for_requests(self, count: int, timeout: float = 5.0) -> list[ReceivedRequest]:
         """Block until ``count`` chat requests arrived (call via ``asyncio.to_thread``)."""
         with self._lock:
-            if not self._lock.wait_for(lambda: len(self._received) >= count, timeout=timeout):
+            if not waiting.wait_until(self._lock, lambda: len(self._received) >= count, timeout):
                 raise TimeoutError(f"expected {count} requests, got {len(self._received)}")
             return list(self._received)
 

@@ -20,9 +20,10 @@ from bot.ops.replica import ReplicaHeartbeat, heartbeat_interval, identify, new_
 from bot.records import UserStatus
 from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
-from tests.bot.harness import eventually, http_get, make_settings, running
+from tests.bot.harness import http_get, make_settings, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel, dm
+from tests.fakes.common.waiting import eventually
 from tests.postgres import fresh_schema, require_postgres
 from tests.store.support import START, ManualClock
 

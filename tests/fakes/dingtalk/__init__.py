@@ -46,8 +46,8 @@ Error codes: see ``codes``. For tests of the fake itself: ``sdk`` (``pointed_at`
 ``StreamTask``, ``ScriptedBot``) runs the real SDK against it, ``raw`` drives the bare wire.
 """
 
+from tests.fakes.common.wire import TINY_PNG
 from tests.fakes.dingtalk.fake import FakeDingTalk
-from tests.fakes.dingtalk.media import TINY_PNG
 from tests.fakes.dingtalk.records import (
     Ack,
     Call,

@@ -19,20 +19,24 @@ import secrets
 import uuid
 from typing import Any
 
+from typing_extensions import Unpack
+
+from tests.fakes.common.records import Guard, Redeliver
+from tests.fakes.common.server import LoopbackFake
 from tests.fakes.dingtalk import inbound, media
 from tests.fakes.dingtalk.faults import FaultScript
 from tests.fakes.dingtalk.frames import CALLBACK, CHATBOT_TOPIC, DISCONNECT, EVENT, PING, Outgoing
+from tests.fakes.dingtalk.inbound import MessageFields
 from tests.fakes.dingtalk.observe import Observations
-from tests.fakes.dingtalk.records import Guard
 from tests.fakes.dingtalk.server import DingTalkServer
 from tests.fakes.dingtalk.session import SESSION_PATH
-from tests.fakes.dingtalk.stream import Redeliver, new_message_id
+from tests.fakes.dingtalk.stream import new_message_id
 from tests.fakes.dingtalk.world import Identity, World
 
 DEFAULT_GROUP = "cidGroup0001=="
 
 
-class FakeDingTalk(Observations, FaultScript):
+class FakeDingTalk(LoopbackFake[DingTalkServer], Observations, FaultScript):
     """Loopback DingTalk: stream gateway + websocket, OpenAPI, oapi, session webhooks."""
 
     def __init__(
@@ -53,28 +57,7 @@ class FakeDingTalk(Observations, FaultScript):
         self._world = World(self.ids)
         self._server = DingTalkServer(self._world, self._guard)
 
-    # ------------------------------------------------------------------ lifecycle
-
-    def __enter__(self) -> FakeDingTalk:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        self._server.start()
-
-    def stop(self) -> None:
-        with self._guard:
-            self._guard.closed = True  # wakes every waiter
-        self._server.stop()
-
     # ------------------------------------------------------------------ identity and config
-
-    @property
-    def origin(self) -> str:
-        return self._server.origin
 
     @property
     def client_id(self) -> str:
@@ -220,40 +203,10 @@ class FakeDingTalk(Observations, FaultScript):
         self._server.stream.submit(item)
         return item.message_id
 
-    def push_message(  # noqa: PLR0913 - mirrors message_payload
-        self,
-        text: str | None = None,
-        *,
-        conversation_type: str = inbound.ONE_TO_ONE,
-        conversation_id: str | None = None,
-        sender_staff_id: str = "staff_alice",
-        sender_nick: str = "Alice",
-        msgtype: str = "text",
-        content: dict[str, Any] | None = None,
-        at_bot: bool = False,
-        at_users: tuple[str, ...] = (),
-        msg_id: str | None = None,
-        session_ttl_s: float = 3600.0,
-        conversation_title: str = "",
-        is_admin: bool = False,
-    ) -> str:
-        """``push_callback(message_payload(...))``: returns the frame's ``messageId``."""
-        payload = self.message_payload(
-            text,
-            conversation_type=conversation_type,
-            conversation_id=conversation_id,
-            sender_staff_id=sender_staff_id,
-            sender_nick=sender_nick,
-            msgtype=msgtype,
-            content=content,
-            at_bot=at_bot,
-            at_users=at_users,
-            msg_id=msg_id,
-            session_ttl_s=session_ttl_s,
-            conversation_title=conversation_title,
-            is_admin=is_admin,
-        )
-        return self.push_callback(payload)
+    def push_message(self, text: str | None = None, **fields: Unpack[MessageFields]) -> str:
+        """``push_callback(message_payload(text, **fields))``: returns the frame's
+        ``messageId``."""
+        return self.push_callback(self.message_payload(text, **fields))
 
     def push_event(self, topic: str, data: dict[str, Any]) -> str:
         """Queue an EVENT frame (for sockets subscribed to EVENT ``*`` or ``topic``)."""

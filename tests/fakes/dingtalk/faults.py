@@ -11,14 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.fakes.common.faults import CredentialSwitch
+from tests.fakes.common.records import Guard
 from tests.fakes.dingtalk import codes
-from tests.fakes.dingtalk.records import Fault, Guard
+from tests.fakes.dingtalk.records import Fault
 from tests.fakes.dingtalk.server import DingTalkServer
 
 RATE_LIMIT_STYLES = ("http", "body", "qps")
 
 
-class FaultScript:
+class FaultScript(CredentialSwitch):
+    """Also ``refuse_credentials``: token endpoints and ``connections/open`` reject even the
+    right credentials."""
+
     _server: DingTalkServer
     _guard: Guard
 
@@ -82,14 +87,3 @@ class FaultScript:
         expired by its advertised time.)"""
         with self._guard:
             self._server.world.sessions_expired = True
-
-    @property
-    def refuse_credentials(self) -> bool:
-        with self._guard:
-            return self._server.world.refuse_credentials
-
-    @refuse_credentials.setter
-    def refuse_credentials(self, refuse: bool) -> None:
-        """Token endpoints and ``connections/open`` reject even the right credentials."""
-        with self._guard:
-            self._server.world.refuse_credentials = refuse

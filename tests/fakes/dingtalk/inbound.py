@@ -10,9 +10,28 @@ DingTalk strips the robot's @name from the text but leaves the space after it, s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from tests.fakes.dingtalk.world import Identity, Session, User
+
+
+class MessageFields(TypedDict, total=False):
+    """``FakeDingTalk.message_payload``'s keyword arguments (its defaults apply), which
+    ``push_message`` passes on."""
+
+    conversation_type: str
+    conversation_id: str | None
+    sender_staff_id: str
+    sender_nick: str
+    msgtype: str
+    content: dict[str, Any] | None
+    at_bot: bool
+    at_users: tuple[str, ...]
+    msg_id: str | None
+    session_ttl_s: float
+    conversation_title: str
+    is_admin: bool
+
 
 ONE_TO_ONE = "1"
 GROUP = "2"

@@ -14,31 +14,21 @@ multipart ``media`` part (with a filename) → ``{"errcode": 0, "media_id": "@lA
 
 from __future__ import annotations
 
-import base64
 import mimetypes
 from collections.abc import Callable
-from urllib.parse import quote
 
+from tests.fakes.common.wire import Raw, content_disposition
 from tests.fakes.dingtalk import codes
 from tests.fakes.dingtalk.records import Upload
-from tests.fakes.dingtalk.wire import ApiRequest, Raw, Reply, Route
+from tests.fakes.dingtalk.wire import ApiRequest, Reply, Route
 from tests.fakes.dingtalk.world import Download, World
 
-TINY_PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-)
 MEDIA_TYPES = frozenset({"image", "file", "voice", "video"})
 _IMAGE_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"BM")
 
 
 def guess_type(file_name: str) -> str:
     return mimetypes.guess_type(file_name)[0] or "application/octet-stream"
-
-
-def content_disposition(file_name: str) -> str:
-    if file_name.isascii():
-        return f'attachment; filename="{file_name}"'
-    return f"attachment; filename*=UTF-8''{quote(file_name)}"
 
 
 class Media:

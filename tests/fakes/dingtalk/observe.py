@@ -1,9 +1,7 @@
 """What the bot did, as a test reads it: calls, the stream (deliveries, acks, protocol
 errors), sent messages, cards, uploads and tokens.
 
-Accessors return snapshots taken under the fake's lock. ``wait_*`` block the calling thread;
-``await_*`` run those waits in a worker thread so a test's event loop (and an SDK on it)
-keeps running.
+Accessors return snapshots taken under the fake's lock; waiting is ``common.observe``'s.
 """
 
 from __future__ import annotations
@@ -13,32 +11,15 @@ import fnmatch
 from collections.abc import Callable
 from typing import Any
 
+from tests.fakes.common.observe import Observing
 from tests.fakes.dingtalk.gateway import OPEN_PATH
-from tests.fakes.dingtalk.records import Ack, Call, CardView, Delivery, Guard, Sent, Upload
+from tests.fakes.dingtalk.records import Ack, Call, CardView, Delivery, Sent, Upload
 from tests.fakes.dingtalk.server import DingTalkServer
 
 
-class Observations:
+class Observations(Observing):
     _server: DingTalkServer
-    _guard: Guard
-
-    # ------------------------------------------------------------------ waiting
-
-    def wait_until(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
-        """Block until ``condition()`` (evaluated under the fake's lock) holds."""
-        cond = self._guard.cond
-        with cond:
-            if not cond.wait_for(lambda: condition() or self._guard.closed, timeout):
-                raise TimeoutError("FakeDingTalk: condition not met in time")
-            if not condition():
-                raise RuntimeError("FakeDingTalk stopped while waiting")
-
-    async def await_until(
-        self,
-        condition: Callable[[], bool],
-        timeout: float = 5.0,  # noqa: ASYNC109 - the wait runs in a worker thread
-    ) -> None:
-        await asyncio.to_thread(self.wait_until, condition, timeout)
+    _who = "FakeDingTalk"
 
     # ------------------------------------------------------------------ HTTP calls
 
@@ -55,18 +36,12 @@ class Observations:
         self, path: str, predicate: Callable[[Call], bool] | None = None, timeout: float = 5.0
     ) -> Call:
         """The first call to ``path`` (made so far or later) matching ``predicate``."""
-        found: list[Call] = []
 
-        def ready() -> bool:
-            found[:] = [c for c in self.calls(path) if predicate is None or predicate(c)][:1]
-            return bool(found)
-
-        try:
-            self.wait_until(ready, timeout)
-        except TimeoutError:
+        def missing() -> str:
             seen = [f"{c.method} {c.path}" for c in self.calls()]
-            raise TimeoutError(f"no matching call to {path}; calls so far: {seen}") from None
-        return found[0]
+            return f"no matching call to {path}; calls so far: {seen}"
+
+        return self._wait_first(lambda: self.calls(path), predicate, timeout, missing)
 
     async def await_call(
         self,
@@ -135,17 +110,12 @@ class Observations:
 
     def wait_ack(self, message_id: str, timeout: float = 5.0) -> Ack:
         """The first ack of ``message_id`` (given so far or later)."""
-        found: list[Ack] = []
-
-        def ready() -> bool:
-            found[:] = [a for a in self.acks if a.message_id == message_id][:1]
-            return bool(found)
-
-        try:
-            self.wait_until(ready, timeout)
-        except TimeoutError:
-            raise TimeoutError(f"no ack for message {message_id}") from None
-        return found[0]
+        return self._wait_first(
+            lambda: self.acks,
+            lambda a: a.message_id == message_id,
+            timeout,
+            lambda: f"no ack for message {message_id}",
+        )
 
     async def await_ack(self, message_id: str, timeout: float = 5.0) -> Ack:  # noqa: ASYNC109
         return await asyncio.to_thread(self.wait_ack, message_id, timeout)

@@ -1,11 +1,9 @@
-"""Frozen records the fake DingTalk keeps (calls, deliveries, acks, sends, cards, uploads),
-the error it answers with, and the one lock behind all of its state."""
+"""Frozen records the fake DingTalk keeps (calls, deliveries, acks, sends, cards, uploads)
+and the error it answers with; its lock is ``common.records.Guard``."""
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
-from types import TracebackType
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -149,28 +147,3 @@ class Upload:
     file_name: str
     data: bytes
     content_type: str
-
-
-@dataclass(slots=True)
-class Guard:
-    """The one lock behind all of the fake's state; leaving it wakes every waiter.
-
-    Re-entrant, so a condition passed to ``wait_until`` may call the fake's accessors.
-    """
-
-    cond: threading.Condition = field(
-        default_factory=lambda: threading.Condition(threading.RLock())
-    )
-    closed: bool = False
-
-    def __enter__(self) -> None:
-        self.cond.acquire()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.cond.notify_all()
-        self.cond.release()

@@ -10,8 +10,6 @@ before the answer goes out.
 
 from __future__ import annotations
 
-import asyncio
-import fnmatch
 import time
 from collections import deque
 from typing import Any
@@ -19,34 +17,30 @@ from typing import Any
 from aiohttp import web
 from typing_extensions import override
 
+from tests.fakes.common.faults import matches, take
+from tests.fakes.common.records import Guard
+from tests.fakes.common.server import LoopServer
+from tests.fakes.common.wire import Raw
 from tests.fakes.dingtalk import codes
 from tests.fakes.dingtalk.auth import Auth
 from tests.fakes.dingtalk.cards import Cards
 from tests.fakes.dingtalk.gateway import CONNECT_PATH, Gateway
 from tests.fakes.dingtalk.media import Media
-from tests.fakes.dingtalk.records import ApiError, Call, Fault, Guard
+from tests.fakes.dingtalk.records import ApiError, Call, Fault
 from tests.fakes.dingtalk.robot import Robot
 from tests.fakes.dingtalk.session import SessionWebhook
 from tests.fakes.dingtalk.stream import Stream
-from tests.fakes.dingtalk.wire import TOKEN_HEADER, ApiRequest, Raw, Reply, Route, decode, token_of
+from tests.fakes.dingtalk.wire import TOKEN_HEADER, ApiRequest, Reply, Route, decode, token_of
 from tests.fakes.dingtalk.world import World
-from tests.fakes.loop_thread import LoopServer
 
 _MAX_BODY = 64 * 1024 * 1024
 
 
-def matches(pattern: str, method: str, path: str) -> bool:
-    """A fault pattern is a path or path glob (``/v1.0/robot/*``), optionally after the
-    method (``"PUT /v1.0/card/*"``)."""
-    return any(fnmatch.fnmatchcase(target, pattern) for target in (path, f"{method} {path}"))
-
-
 class DingTalkServer(LoopServer):
     def __init__(self, world: World, guard: Guard) -> None:
-        super().__init__("fake-dingtalk")
+        super().__init__("fake-dingtalk", label="FakeDingTalk")
         self.world = world
         self.guard = guard
-        self.port = 0
         self.calls: list[Call] = []
         self.faults: deque[Fault] = deque()
         self.gateway = Gateway(world, lambda: self.origin)
@@ -59,22 +53,6 @@ class DingTalkServer(LoopServer):
             *SessionWebhook(world).routes(),
             *Cards(world).routes(),
         ]
-        self._runner: web.AppRunner | None = None
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        loop = self._thread.loop
-        if loop is None:
-            raise RuntimeError("FakeDingTalk is not running")
-        return loop
-
-    def run(self, coro: Any, timeout: float = 10.0) -> Any:
-        """Run a coroutine on the fake's loop and wait for it (never call from that loop)."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=timeout)
 
     # ------------------------------------------------------------------ lifecycle (loop)
 
@@ -85,21 +63,13 @@ class DingTalkServer(LoopServer):
             app.router.add_route(route.method, route.path, self._endpoint(route))
         app.router.add_get(CONNECT_PATH, self._connect)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
-        self._runner = web.AppRunner(
-            app, shutdown_timeout=1.0, access_log=None, handler_cancellation=True
-        )
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        await self._listen(app, cancel_handlers=True)
         await self.stream.start()
 
     @override
     async def _astop(self) -> None:
         await self.stream.stop()
-        if self._runner is not None:
-            await self._runner.cleanup()
-        await asyncio.get_running_loop().shutdown_asyncgens()
+        await self._close()
 
     # ------------------------------------------------------------------ requests (loop)
 
@@ -132,11 +102,10 @@ class DingTalkServer(LoopServer):
         return _success(reply)
 
     def _take_fault(self, request: web.Request) -> Fault | None:
-        for fault in self.faults:
-            if matches(fault.pattern, request.method, request.path):
-                self.faults.remove(fault)
-                return fault
-        return None
+        """The first fault whose pattern, a path or path glob (``/v1.0/robot/*``) optionally
+        after the method (``"PUT /v1.0/card/*"``), matches; used up."""
+        targets = (request.path, f"{request.method} {request.path}")
+        return take(self.faults, lambda fault: matches(fault.pattern, *targets))
 
     def _check_token(self, route: Route, request: web.Request) -> None:
         if route.auth == "header" and not self.world.token_ok(request.headers.get(TOKEN_HEADER)):

@@ -26,10 +26,12 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.common.push import Timers, Wakeup, abort_newest
+from tests.fakes.common.records import Guard, Redeliver
 from tests.fakes.dingtalk import frames
 from tests.fakes.dingtalk.frames import CALLBACK, DISCONNECT, EVENT, PING, SYSTEM, Outgoing
 from tests.fakes.dingtalk.gateway import Subscriptions
-from tests.fakes.dingtalk.records import Ack, Delivery, Guard
+from tests.fakes.dingtalk.records import Ack, Delivery
 from tests.fakes.dingtalk.world import World
 
 DISCONNECT_GRACE_S = 2.0  # close a socket told to disconnect this long after, ack or not
@@ -64,12 +66,6 @@ class Conn:
         return True
 
 
-@dataclass(frozen=True, slots=True)
-class Redeliver:
-    after_s: float
-    times: int
-
-
 class Stream:
     def __init__(self, guard: Guard, world: World) -> None:
         self._guard = guard
@@ -85,23 +81,21 @@ class Stream:
         self.auto_redeliveries: dict[str, int] = {}
         self.redeliver: Redeliver | None = None
         # loop-owned
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._wake: asyncio.Event | None = None
+        self._wake = Wakeup()
         self._sender: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._timers = Timers()
 
     # ------------------------------------------------------------------ lifecycle (loop)
 
     async def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._wake = asyncio.Event()
-        self._sender = asyncio.create_task(self._send_loop(), name="fake-dingtalk:sender")
+        self._wake.bind()
+        self._sender = asyncio.create_task(
+            self._wake.pump(self._send_one), name="fake-dingtalk:sender"
+        )
 
     async def stop(self) -> None:
-        for timer in self._timers:
-            timer.cancel()
-        self._timers.clear()
+        self._timers.cancel()
         tasks = [t for t in (self._sender, *self._tasks) if t is not None]
         for task in tasks:
             task.cancel()
@@ -131,9 +125,7 @@ class Stream:
         return True
 
     def kick(self) -> None:
-        loop, wake = self._loop, self._wake
-        if loop is not None and wake is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(wake.set)
+        self._wake.kick()
 
     def live(self) -> list[Conn]:
         with self._guard:
@@ -247,26 +239,9 @@ class Stream:
 
     async def drop(self) -> bool:
         """Abort the newest live socket's TCP stream: no close frame."""
-        live = self.live()
-        if not live:
-            return False
-        conn = live[-1]
-        with self._guard:
-            conn.open = False
-        transport = conn.request.transport
-        if transport is not None:
-            transport.abort()
-        return True
+        return abort_newest(self.live(), self._guard)
 
     # ------------------------------------------------------------------ frames out (loop)
-
-    async def _send_loop(self) -> None:
-        assert self._wake is not None
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while await self._send_one():
-                pass
 
     async def _send_one(self) -> bool:
         with self._guard:
@@ -328,14 +303,14 @@ class Stream:
         if not await self._write(conn, item):
             raise RuntimeError("the live stream connection closed")
         if topic == DISCONNECT:
-            self._later(DISCONNECT_GRACE_S, lambda: self._spawn(self._close(conn)))
+            self._timers.later(DISCONNECT_GRACE_S, lambda: self._spawn(self._close(conn)))
         return item.message_id
 
     # ------------------------------------------------------------------ redelivery (loop)
 
     def _schedule(self, after_s: float, flight: Flight) -> None:
         if flight.item.kind != SYSTEM:
-            self._later(after_s, lambda: self._check(flight))
+            self._timers.later(after_s, lambda: self._check(flight))
 
     def _check(self, flight: Flight) -> None:
         with self._guard:
@@ -355,18 +330,6 @@ class Stream:
             self.auto_redeliveries[message_id] = made + 1
 
     # ------------------------------------------------------------------ plumbing (loop)
-
-    def _later(self, delay: float, callback: Any) -> None:
-        loop = asyncio.get_running_loop()
-        handle: asyncio.TimerHandle | None = None
-
-        def fire() -> None:
-            if handle is not None:
-                self._timers.discard(handle)
-            callback()
-
-        handle = loop.call_later(delay, fire)
-        self._timers.add(handle)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coro)

@@ -11,19 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import BodyPartReader, web
+from aiohttp import web
 
+from tests.fakes.common.wire import FilePart, Raw, read_multipart
 from tests.fakes.dingtalk import codes
 from tests.fakes.dingtalk.records import ApiError
 
 TOKEN_HEADER = "x-acs-dingtalk-access-token"  # noqa: S105 - a header name
-
-
-@dataclass(frozen=True, slots=True)
-class FilePart:
-    filename: str
-    data: bytes
-    content_type: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,15 +53,6 @@ class ApiRequest:
         return self.body if isinstance(self.body, dict) else None
 
 
-@dataclass(frozen=True, slots=True)
-class Raw:
-    """A non-JSON answer (file downloads)."""
-
-    body: bytes
-    content_type: str
-    headers: dict[str, str]
-
-
 Reply = dict[str, Any] | Raw
 Handler = Callable[[ApiRequest], Reply]
 
@@ -92,7 +77,7 @@ async def decode(request: web.Request, route: Route) -> ApiRequest:
     """Decode the body: multipart for uploads, else a JSON object (or nothing)."""
     params, query = dict(request.match_info), dict(request.query)
     if request.content_type == "multipart/form-data":
-        form, files = await _multipart(request)
+        form, files = await read_multipart(request)
         return ApiRequest(
             path=request.path, params=params, query=query, body=None, form=form, files=files
         )
@@ -112,19 +97,3 @@ def _not_json(route: Route) -> ApiError:
     if route.errcode:
         return codes.errcode(codes.OAPI_MISSING, "缺少参数 json")
     return codes.bad(codes.INVALID_PARAMETER, "the body must be a JSON object")
-
-
-async def _multipart(request: web.Request) -> tuple[dict[str, str], dict[str, FilePart]]:
-    form: dict[str, str] = {}
-    files: dict[str, FilePart] = {}
-    reader = await request.multipart()
-    while (part := await reader.next()) is not None:
-        if not isinstance(part, BodyPartReader) or part.name is None:
-            continue
-        data = bytes(await part.read())
-        if part.filename is not None:
-            kind = part.headers.get("Content-Type", "application/octet-stream")
-            files[part.name] = FilePart(part.filename, data, kind)
-        else:
-            form[part.name] = data.decode()
-    return form, files

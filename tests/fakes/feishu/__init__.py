@@ -53,8 +53,8 @@ im.image.create, im.file.create, im.message_resource.get, cardkit.card.{create,u
 settings}, cardkit.card_element.content, unknown. Error codes: see ``codes``.
 """
 
+from tests.fakes.common.wire import TINY_PNG
 from tests.fakes.feishu.fake import FakeFeishu
-from tests.fakes.feishu.media import TINY_PNG
 from tests.fakes.feishu.records import (
     Ack,
     ApiError,

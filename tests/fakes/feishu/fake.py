@@ -18,17 +18,22 @@ import asyncio
 import secrets
 from typing import Any
 
+from typing_extensions import Unpack
+
+from tests.fakes.common.records import Guard, Redeliver
+from tests.fakes.common.server import LoopbackFake
 from tests.fakes.feishu import inbound
 from tests.fakes.feishu.faults import FaultScript
-from tests.fakes.feishu.longconn import Outgoing, Redeliver
+from tests.fakes.feishu.inbound import ClickFields, MessageFields
+from tests.fakes.feishu.longconn import Outgoing
 from tests.fakes.feishu.observe import Observations
-from tests.fakes.feishu.records import Guard, Upload
+from tests.fakes.feishu.records import Upload
 from tests.fakes.feishu.server import FeishuServer
 from tests.fakes.feishu.webhook import Webhook
 from tests.fakes.feishu.world import Identity, StoredMessage, World
 
 
-class FakeFeishu(Observations, FaultScript):
+class FakeFeishu(LoopbackFake[FeishuServer], Observations, FaultScript):
     """Loopback Feishu: REST ``/open-apis``, long connection ``/ws``, HTTP event delivery."""
 
     def __init__(  # noqa: PLR0913 - identity knobs
@@ -55,28 +60,7 @@ class FakeFeishu(Observations, FaultScript):
         self._server = FeishuServer(self._world, self._guard)
         self._webhook = Webhook(self.ids)
 
-    # ------------------------------------------------------------------ lifecycle
-
-    def __enter__(self) -> FakeFeishu:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        self._server.start()
-
-    def stop(self) -> None:
-        with self._guard:
-            self._guard.closed = True  # wakes every waiter
-        self._server.stop()
-
     # ------------------------------------------------------------------ identity and config
-
-    @property
-    def origin(self) -> str:
-        return self._server.origin
 
     @property
     def app_id(self) -> str:
@@ -234,65 +218,20 @@ class FakeFeishu(Observations, FaultScript):
         self._server.longconn.submit(item)
         return str(item.event_id)
 
-    def push_message(  # noqa: PLR0913 - mirrors the event's fields
-        self,
-        text: str | None = None,
-        *,
-        chat_id: str = "oc_chat1",
-        chat_type: str = "p2p",
-        sender_open_id: str = "ou_u1",
-        sender_type: str = "user",
-        message_type: str = "text",
-        content: dict[str, Any] | None = None,
-        root_id: str = "",
-        parent_id: str = "",
-        thread_id: str = "",
-        mentions: list[dict[str, Any]] | None = None,
-        message_id: str | None = None,
-        event_id: str | None = None,
-        parts: int = 1,
+    def push_message(
+        self, text: str | None = None, *, parts: int = 1, **fields: Unpack[MessageFields]
     ) -> str:
         """Deliver a user's message (see ``message_payload``); returns its message_id.
         ``event_ids(message_id)`` names the event(s) that carried it."""
-        payload = self.message_payload(
-            text,
-            chat_id=chat_id,
-            chat_type=chat_type,
-            sender_open_id=sender_open_id,
-            sender_type=sender_type,
-            message_type=message_type,
-            content=content,
-            root_id=root_id,
-            parent_id=parent_id,
-            thread_id=thread_id,
-            mentions=mentions,
-            message_id=message_id,
-            event_id=event_id,
-        )
+        payload = self.message_payload(text, **fields)
         self.push_event(payload, parts=parts)
         return str(payload["event"]["message"]["message_id"])
 
-    def push_card_action(  # noqa: PLR0913 - mirrors the callback's fields
-        self,
-        *,
-        message_id: str,
-        chat_id: str,
-        value: dict[str, Any],
-        open_id: str = "ou_u1",
-        action_tag: str = "button",
-        event_id: str | None = None,
-    ) -> str:
-        """Deliver ``card.action.trigger`` as an event frame (``type=event``: the SDK drops
-        ``type=card`` frames); returns its event_id. The ack carries the handler's answer."""
-        payload = self.card_action_payload(
-            message_id=message_id,
-            chat_id=chat_id,
-            value=value,
-            open_id=open_id,
-            action_tag=action_tag,
-            event_id=event_id,
-        )
-        return self.push_event(payload)
+    def push_card_action(self, **fields: Unpack[ClickFields]) -> str:
+        """Deliver ``card.action.trigger`` (see ``card_action_payload``) as an event frame
+        (``type=event``: the SDK drops ``type=card`` frames); returns its event_id. The ack
+        carries the handler's answer."""
+        return self.push_event(self.card_action_payload(**fields))
 
     def event_ids(self, message_id: str) -> list[str]:
         """The event ids (first delivery and redeliveries) that carried ``message_id``."""

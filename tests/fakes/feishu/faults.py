@@ -11,12 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tests.fakes.common.faults import CredentialSwitch
+from tests.fakes.common.records import Guard
 from tests.fakes.feishu import codes
-from tests.fakes.feishu.records import Fault, Guard, Withhold
+from tests.fakes.feishu.records import Fault, Withhold
 from tests.fakes.feishu.server import FeishuServer
 
 
-class FaultScript:
+class FaultScript(CredentialSwitch):
+    """Also ``refuse_credentials``: token fetches and endpoint discovery answer 10014 ("app
+    secret invalid")."""
+
     _server: FeishuServer
     _guard: Guard
 
@@ -87,17 +92,6 @@ class FaultScript:
         """The current tenant token stops working (99991663); the next fetch issues a new one."""
         with self._guard:
             self._server.world.token = None
-
-    @property
-    def refuse_credentials(self) -> bool:
-        with self._guard:
-            return self._server.world.refuse_credentials
-
-    @refuse_credentials.setter
-    def refuse_credentials(self, refuse: bool) -> None:
-        """Token fetches and endpoint discovery answer 10014 ("app secret invalid")."""
-        with self._guard:
-            self._server.world.refuse_credentials = refuse
 
     def expire_streaming(self, card_id: str) -> None:
         """Turn a card's streaming mode off, as Feishu does after its streaming timeout."""

@@ -7,9 +7,39 @@ import json
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from tests.fakes.feishu.world import Identity
+
+
+class MessageFields(TypedDict, total=False):
+    """``FakeFeishu.message_payload``'s keyword arguments (its defaults apply), which
+    ``push_message`` passes on."""
+
+    chat_id: str
+    chat_type: str
+    sender_open_id: str
+    sender_type: str
+    message_type: str
+    content: dict[str, Any] | None
+    root_id: str
+    parent_id: str
+    thread_id: str
+    mentions: list[dict[str, Any]] | None
+    message_id: str | None
+    event_id: str | None
+
+
+class ClickFields(TypedDict, total=False):
+    """``FakeFeishu.card_action_payload``'s keyword arguments, which ``push_card_action``
+    passes on."""
+
+    message_id: Required[str]
+    chat_id: Required[str]
+    value: Required[dict[str, Any]]
+    open_id: str
+    action_tag: str
+    event_id: str | None
 
 
 def _ms() -> str:

@@ -26,10 +26,12 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.common.push import Timers, Wakeup, abort_newest
+from tests.fakes.common.records import Guard, Redeliver
 from tests.fakes.feishu import frames
 from tests.fakes.feishu.auth import Credentials
 from tests.fakes.feishu.inbound import with_event_id
-from tests.fakes.feishu.records import Ack, Delivery, Guard, Redelivery
+from tests.fakes.feishu.records import Ack, Delivery, Redelivery
 
 
 @dataclass(slots=True)
@@ -49,14 +51,6 @@ class Outgoing:
     parts: int = 1
 
 
-@dataclass(frozen=True, slots=True)
-class Redeliver:
-    """The redelivery policy: check each delivery ``after_s`` later, resend up to ``times``."""
-
-    after_s: float
-    times: int
-
-
 class LongConn:
     def __init__(self, guard: Guard, creds: Credentials) -> None:
         self._guard = guard
@@ -71,26 +65,22 @@ class LongConn:
         self.redeliver: Redeliver | None = None
         self.redeliveries: list[Redelivery] = []
         self.origins: dict[str, str] = {}  # redelivered event_id -> the first event_id
-        self._timers: set[asyncio.TimerHandle] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._wake: asyncio.Event | None = None
+        self._timers = Timers()
+        self._wake = Wakeup()
         self._task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle (loop)
 
     async def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._wake = asyncio.Event()
-        self._task = asyncio.create_task(self._sender(), name="fake-feishu:sender")
+        self._wake.bind()
+        self._task = asyncio.create_task(self._wake.pump(self._send_one), name="fake-feishu:sender")
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        for timer in self._timers:
-            timer.cancel()
-        self._timers.clear()
+        self._timers.cancel()
         for conn in self.live_conns():
             conn.open = False
             await conn.ws.close()
@@ -104,9 +94,7 @@ class LongConn:
         self.kick()
 
     def kick(self) -> None:
-        loop, wake = self._loop, self._wake
-        if loop is not None and wake is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(wake.set)
+        self._wake.kick()
 
     def live_conns(self) -> list[Conn]:
         with self._guard:
@@ -178,16 +166,7 @@ class LongConn:
 
     async def drop(self) -> bool:
         """Abort the newest live connection's TCP stream (no close frame)."""
-        live = self.live_conns()
-        if not live:
-            return False
-        conn = live[-1]
-        with self._guard:
-            conn.open = False
-        transport = conn.request.transport
-        if transport is not None:
-            transport.abort()
-        return True
+        return abort_newest(self.live_conns(), self._guard)
 
     async def close(self, code: int) -> bool:
         """Close the newest live connection with a close frame."""
@@ -200,14 +179,6 @@ class LongConn:
         return True
 
     # ------------------------------------------------------------------ sending (loop)
-
-    async def _sender(self) -> None:
-        assert self._wake is not None
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while await self._send_one():
-                pass
 
     async def _send_one(self) -> bool:
         with self._guard:
@@ -251,16 +222,7 @@ class LongConn:
     # ------------------------------------------------------------------ redelivery (loop)
 
     def _schedule(self, after_s: float, delivery: Delivery) -> None:
-        loop = asyncio.get_running_loop()
-        timer: asyncio.TimerHandle | None = None
-
-        def fire() -> None:
-            if timer is not None:
-                self._timers.discard(timer)
-            self._check(delivery)
-
-        timer = loop.call_later(after_s, fire)
-        self._timers.add(timer)
+        self._timers.later(after_s, lambda: self._check(delivery))
 
     def _check(self, delivery: Delivery) -> None:
         """Settle a delivery acked 200; send any other one again, while ``times`` allows."""
@@ -299,5 +261,5 @@ class LongConn:
                     at=time.monotonic(),
                 )
             )
-        if new_event_id is not None and self._wake is not None:
+        if new_event_id is not None:
             self._wake.set()

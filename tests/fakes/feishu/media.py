@@ -8,17 +8,12 @@ carries it (``add_resource`` or a bot message with that key), with the matching 
 
 from __future__ import annotations
 
-import base64
-from urllib.parse import quote
-
+from tests.fakes.common.wire import FilePart, Raw, content_disposition
 from tests.fakes.feishu import codes
 from tests.fakes.feishu.records import ApiError, Upload
-from tests.fakes.feishu.wire import ApiRequest, FilePart, Raw, Reply, Route
+from tests.fakes.feishu.wire import ApiRequest, Reply, Route
 from tests.fakes.feishu.world import World
 
-TINY_PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-)
 IMAGE_TYPES = frozenset({"message", "avatar"})
 FILE_TYPES = frozenset({"opus", "mp4", "pdf", "doc", "xls", "ppt", "stream"})
 _MAGIC = (
@@ -41,12 +36,6 @@ def image_mime(data: bytes) -> str | None:
     if data[4:8] == b"ftyp":
         return "image/heic"
     return None
-
-
-def content_disposition(file_name: str) -> str:
-    if file_name.isascii():
-        return f'attachment; filename="{file_name}"'
-    return f"attachment; filename*=UTF-8''{quote(file_name)}"
 
 
 class Media:

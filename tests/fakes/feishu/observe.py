@@ -1,7 +1,6 @@
 """What the bot did, as a test reads it: calls, deliveries and acks, messages, cards, uploads.
 
-Accessors return snapshots taken under the fake's lock. ``wait_*`` block the calling thread;
-``await_*`` run those waits in a worker thread so a test's event loop keeps running.
+Accessors return snapshots taken under the fake's lock; waiting is ``common.observe``'s.
 """
 
 from __future__ import annotations
@@ -10,40 +9,14 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from tests.fakes.feishu.records import (
-    Ack,
-    Call,
-    CardView,
-    Delivery,
-    Guard,
-    Message,
-    Redelivery,
-    Upload,
-)
+from tests.fakes.common.observe import Observing
+from tests.fakes.feishu.records import Ack, Call, CardView, Delivery, Message, Redelivery, Upload
 from tests.fakes.feishu.server import FeishuServer
 
 
-class Observations:
+class Observations(Observing):
     _server: FeishuServer
-    _guard: Guard
-
-    # ------------------------------------------------------------------ waiting
-
-    def wait_until(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
-        """Block until ``condition()`` (evaluated under the fake's lock) holds."""
-        cond = self._guard.cond
-        with cond:
-            if not cond.wait_for(lambda: condition() or self._guard.closed, timeout):
-                raise TimeoutError("FakeFeishu: condition not met in time")
-            if not condition():
-                raise RuntimeError("FakeFeishu stopped while waiting")
-
-    async def await_until(
-        self,
-        condition: Callable[[], bool],
-        timeout: float = 5.0,  # noqa: ASYNC109 - the wait runs in a worker thread
-    ) -> None:
-        await asyncio.to_thread(self.wait_until, condition, timeout)
+    _who = "FakeFeishu"
 
     # ------------------------------------------------------------------ REST calls
 
@@ -60,18 +33,12 @@ class Observations:
         self, name: str, predicate: Callable[[Call], bool] | None = None, timeout: float = 5.0
     ) -> Call:
         """The first call named ``name`` (made so far or later) matching ``predicate``."""
-        found: list[Call] = []
 
-        def ready() -> bool:
-            found[:] = [c for c in self.calls(name) if predicate is None or predicate(c)][:1]
-            return bool(found)
-
-        try:
-            self.wait_until(ready, timeout)
-        except TimeoutError:
+        def missing() -> str:
             seen = [c.name for c in self.calls()]
-            raise TimeoutError(f"no matching {name} call; calls so far: {seen}") from None
-        return found[0]
+            return f"no matching {name} call; calls so far: {seen}"
+
+        return self._wait_first(lambda: self.calls(name), predicate, timeout, missing)
 
     async def await_call(
         self, name: str, predicate: Callable[[Call], bool] | None = None, within: float = 5.0
@@ -123,17 +90,12 @@ class Observations:
         return self._server.longconn.unacked()
 
     def wait_ack(self, event_id: str, timeout: float = 5.0) -> Ack:
-        found: list[Ack] = []
-
-        def ready() -> bool:
-            found[:] = [a for a in self.acks() if a.event_id == event_id][:1]
-            return bool(found)
-
-        try:
-            self.wait_until(ready, timeout)
-        except TimeoutError:
-            raise TimeoutError(f"no ack for event {event_id}") from None
-        return found[0]
+        return self._wait_first(
+            self.acks,
+            lambda a: a.event_id == event_id,
+            timeout,
+            lambda: f"no ack for event {event_id}",
+        )
 
     async def await_ack(self, event_id: str, timeout: float = 5.0) -> Ack:  # noqa: ASYNC109
         return await asyncio.to_thread(self.wait_ack, event_id, timeout)

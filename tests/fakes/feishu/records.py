@@ -1,11 +1,10 @@
-"""Frozen records the fake Feishu keeps (calls, deliveries, acks, messages, cards) and its lock."""
+"""Frozen records the fake Feishu keeps (calls, deliveries, acks, messages, cards); its lock is
+``common.records.Guard``."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from types import TracebackType
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -166,32 +165,3 @@ class Upload:
     file_name: str
     file_type: str  # image_type for images, file_type for files
     content_type: str
-
-
-def _rlock() -> threading.RLock:
-    return threading.RLock()
-
-
-@dataclass(slots=True)
-class Guard:
-    """The one lock behind all of the fake's state; leaving it wakes every waiter.
-
-    Re-entrant, so a condition passed to ``wait_until`` may call the fake's accessors.
-    """
-
-    cond: threading.Condition = field(
-        default_factory=lambda: threading.Condition(threading.RLock())
-    )
-    closed: bool = False
-
-    def __enter__(self) -> None:
-        self.cond.acquire()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.cond.notify_all()
-        self.cond.release()

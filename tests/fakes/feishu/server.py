@@ -9,16 +9,19 @@ but its answer never goes out while the fake runs.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import json
 import secrets
 import time
 from collections import deque
 from typing import Any
 
-from aiohttp import BodyPartReader, web
+from aiohttp import web
 from typing_extensions import override
 
+from tests.fakes.common.faults import matches, take
+from tests.fakes.common.records import Guard
+from tests.fakes.common.server import LoopServer
+from tests.fakes.common.wire import Raw, read_multipart
 from tests.fakes.feishu import codes
 from tests.fakes.feishu.auth import Credentials
 from tests.fakes.feishu.cardkit import CardKit
@@ -26,29 +29,27 @@ from tests.fakes.feishu.longconn import LongConn
 from tests.fakes.feishu.media import Media
 from tests.fakes.feishu.messages import Messages
 from tests.fakes.feishu.reactions import Reactions
-from tests.fakes.feishu.records import ApiError, Call, Fault, Guard, Withhold
-from tests.fakes.feishu.wire import ApiRequest, FilePart, Raw, Reply, Route, TopLevel
+from tests.fakes.feishu.records import ApiError, Call, Fault, Withhold
+from tests.fakes.feishu.wire import ApiRequest, Reply, Route, TopLevel
 from tests.fakes.feishu.world import World
-from tests.fakes.loop_thread import LoopServer
 
 _MAX_BODY = 64 * 1024 * 1024
 _FILE_FIELDS = frozenset({"image", "file"})
+"""Multipart fields that are files even without a filename: the SDK's sync uploads send
+``BytesIO`` without one."""
 
 
-def matches(pattern: str, call_name: str, method: str, path: str) -> bool:
-    """A fault pattern names an API (``im.message.create``, globs allowed) or a request
-    (``"POST /open-apis/im/v1/messages*"``, or just a path glob)."""
-    return any(
-        fnmatch.fnmatchcase(target, pattern) for target in (call_name, f"{method} {path}", path)
-    )
+def _targets(route: Route, request: web.Request) -> tuple[str, ...]:
+    """What a fault pattern may name: the API (``im.message.create``, globs allowed) or the
+    request (``"POST /open-apis/im/v1/messages*"``, or just a path glob)."""
+    return (route.name, f"{request.method} {request.path}", request.path)
 
 
 class FeishuServer(LoopServer):
     def __init__(self, world: World, guard: Guard) -> None:
-        super().__init__("fake-feishu")
+        super().__init__("fake-feishu", label="FakeFeishu")
         self.world = world
         self.guard = guard
-        self.port = 0
         self.calls: list[Call] = []
         self.faults: deque[Fault] = deque()
         self.withheld: deque[Withhold] = deque()
@@ -63,22 +64,6 @@ class FeishuServer(LoopServer):
             *Media(world).routes(),
             *CardKit(world).routes(),
         ]
-        self._runner: web.AppRunner | None = None
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        loop = self._thread.loop
-        if loop is None:
-            raise RuntimeError("FakeFeishu is not running")
-        return loop
-
-    def run(self, coro: Any, timeout: float = 10.0) -> Any:
-        """Run a coroutine on the fake's loop and wait for it (never call from that loop)."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=timeout)
 
     # ------------------------------------------------------------------ lifecycle (loop)
 
@@ -90,13 +75,7 @@ class FeishuServer(LoopServer):
             app.router.add_route(route.method, route.path, self._endpoint(route))
         app.router.add_get("/ws", self.longconn.handle)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
-        self._runner = web.AppRunner(
-            app, shutdown_timeout=1.0, access_log=None, handler_cancellation=True
-        )
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        await self._listen(app, cancel_handlers=True)
         await self.longconn.start()
 
     @override
@@ -104,9 +83,7 @@ class FeishuServer(LoopServer):
         if self._released is not None:
             self._released.set()
         await self.longconn.stop()
-        if self._runner is not None:
-            await self._runner.cleanup()
-        await asyncio.get_running_loop().shutdown_asyncgens()
+        await self._close()
 
     # ------------------------------------------------------------------ requests (loop)
 
@@ -144,21 +121,20 @@ class FeishuServer(LoopServer):
 
     def _withheld(self, route: Route, request: web.Request, api: ApiRequest) -> bool:
         """Whether this call's answer is withheld (the first matching ``Withhold`` is used up)."""
-        for hold in self.withheld:
-            if matches(hold.pattern, route.name, request.method, request.path) and (
-                hold.when is None or hold.when(api.body)
-            ):
-                self.withheld.remove(hold)
-                return True
-        return False
+        targets = _targets(route, request)
+        hold = take(
+            self.withheld,
+            lambda h: matches(h.pattern, *targets) and (h.when is None or h.when(api.body)),
+        )
+        return hold is not None
 
     def _gate(self, route: Route, request: web.Request) -> None:
-        for fault in self.faults:
-            if matches(fault.pattern, route.name, request.method, request.path):
-                self.faults.remove(fault)
-                raise ApiError(
-                    fault.code, fault.msg, http_status=fault.http_status, headers=fault.headers
-                )
+        targets = _targets(route, request)
+        fault = take(self.faults, lambda f: matches(f.pattern, *targets))
+        if fault is not None:
+            raise ApiError(
+                fault.code, fault.msg, http_status=fault.http_status, headers=fault.headers
+            )
         if not route.auth:
             return
         token = _bearer(request)
@@ -199,7 +175,7 @@ def _bearer(request: web.Request) -> str | None:
 async def _decode(request: web.Request, params: dict[str, str]) -> ApiRequest:
     query = dict(request.query)
     if request.content_type == "multipart/form-data":
-        form, files = await _multipart(request)
+        form, files = await read_multipart(request, _FILE_FIELDS)
         return ApiRequest(params=params, query=query, body=None, form=form, files=files)
     if request.content_type == "application/x-www-form-urlencoded":
         form = {k: str(v) for k, v in (await request.post()).items()}
@@ -212,24 +188,6 @@ async def _decode(request: web.Request, params: dict[str, str]) -> ApiRequest:
         except ValueError:
             raise codes.field_error("body is not JSON") from None
     return ApiRequest(params=params, query=query, body=body)
-
-
-async def _multipart(request: web.Request) -> tuple[dict[str, str], dict[str, FilePart]]:
-    """Text fields and file parts. A part counts as a file if it has a filename or is the
-    ``image``/``file`` field: the SDK's sync uploads send ``BytesIO`` without a filename."""
-    form: dict[str, str] = {}
-    files: dict[str, FilePart] = {}
-    reader = await request.multipart()
-    while (part := await reader.next()) is not None:
-        if not isinstance(part, BodyPartReader) or part.name is None:
-            continue
-        data = await part.read()
-        if part.filename is not None or part.name in _FILE_FIELDS:
-            kind = part.headers.get("Content-Type", "application/octet-stream")
-            files[part.name] = FilePart(part.filename or "", bytes(data), kind)
-        else:
-            form[part.name] = bytes(data).decode()
-    return form, files
 
 
 def _headers() -> dict[str, str]:

@@ -6,14 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.fakes.common.wire import FilePart, Raw
 from tests.fakes.feishu import codes
-
-
-@dataclass(frozen=True, slots=True)
-class FilePart:
-    filename: str
-    data: bytes
-    content_type: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,15 +29,6 @@ class ApiRequest:
         if not isinstance(value, str) or (required and not value):
             raise codes.field_error(name)
         return value
-
-
-@dataclass(frozen=True, slots=True)
-class Raw:
-    """A non-JSON answer (downloads)."""
-
-    body: bytes
-    content_type: str
-    headers: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True)

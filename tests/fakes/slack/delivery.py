@@ -24,8 +24,10 @@ from typing import Any
 import aiohttp
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from tests.fakes.common.push import Timers
+from tests.fakes.common.records import Guard
 from tests.fakes.slack.payloads import sign
-from tests.fakes.slack.records import EVENTS_API, MAX_RETRIES, Delivery, Envelope, Guard
+from tests.fakes.slack.records import EVENTS_API, MAX_RETRIES, Delivery, Envelope
 from tests.fakes.slack.world import World
 
 Frame = tuple[str, Envelope | None]
@@ -77,7 +79,7 @@ class Deliverer:
         self._sockets: list[_Socket] = []
         self._active: _Socket | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._timers = Timers()
         self._stopping = False
 
     # ------------------------------------------------------------------ any thread
@@ -123,8 +125,7 @@ class Deliverer:
 
     async def stop(self) -> None:
         self._stopping = True
-        for timer in self._timers:
-            timer.cancel()
+        self._timers.cancel()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -287,15 +288,7 @@ class Deliverer:
         """Retry ``envelope`` after ``timeout`` unless it was acked by then."""
         if self._loop is None or self._stopping:
             return
-        handle: asyncio.TimerHandle | None = None
-
-        def fire() -> None:
-            if handle is not None:
-                self._timers.discard(handle)
-            self._deadline(envelope, reason)
-
-        handle = self._loop.call_later(timeout, fire)
-        self._timers.add(handle)
+        self._timers.later(timeout, lambda: self._deadline(envelope, reason), self._loop)
 
     def _deadline(self, envelope: Envelope, reason: str) -> None:
         with self.guard:

@@ -19,32 +19,27 @@ import json
 import uuid
 from collections import deque
 from collections.abc import Callable
-from types import TracebackType
-from typing import Any, Self, TypeAlias
+from typing import Any, TypeAlias
 
 from aiohttp import web
 
+from tests.fakes.common.observe import Observing
+from tests.fakes.common.records import Guard
+from tests.fakes.common.server import LoopbackFake
 from tests.fakes.slack import records
 from tests.fakes.slack.delivery import Deliverer, SignedPost
 from tests.fakes.slack.payloads import Click, block_actions, event_callback, message_events
-from tests.fakes.slack.records import (
-    EVENTS_API,
-    INTERACTIVE,
-    Call,
-    Delivery,
-    Envelope,
-    Fault,
-    Guard,
-)
+from tests.fakes.slack.records import EVENTS_API, INTERACTIVE, Call, Delivery, Envelope, Fault
 from tests.fakes.slack.server import ThreadedServer
 from tests.fakes.slack.web import WebApi
 from tests.fakes.slack.world import Identity, Message, StoredFile, World
 
 
-class FakeSlack:
+class FakeSlack(LoopbackFake[ThreadedServer], Observing):
     """Loopback fake Slack: Web API + Socket Mode websocket + signed HTTP event delivery."""
 
     Call: TypeAlias = records.Call
+    _who = "FakeSlack"
 
     def __init__(  # noqa: PLR0913 - the contract's signature
         self,
@@ -79,28 +74,10 @@ class FakeSlack:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> Self:
-        self._server.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        with self._guard:
-            self._guard.closed = True  # wakes every waiter
-        self._server.stop()
-
     async def _on_start(self) -> None:
         with self._guard:
             self._world.origin = self.origin
         await self._deliverer.start()
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self._server.port}"
 
     @property
     def api_base_url(self) -> str:
@@ -327,41 +304,16 @@ class FakeSlack:
         with self._guard:
             return [c for c in self._web.calls if method is None or c.method == method]
 
-    def wait_until(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
-        """Block until ``condition()`` (evaluated under the fake's lock) holds."""
-        cond = self._guard.cond
-        with cond:
-            if not cond.wait_for(lambda: condition() or self._guard.closed, timeout):
-                raise TimeoutError("FakeSlack: condition not met in time")
-            if not condition():
-                raise RuntimeError("FakeSlack stopped while waiting")
-
-    async def await_until(
-        self,
-        condition: Callable[[], bool],
-        timeout: float = 5.0,  # noqa: ASYNC109 - the wait runs in a worker thread
-    ) -> None:
-        await asyncio.to_thread(self.wait_until, condition, timeout)
-
     def wait_for_call(
         self, method: str, predicate: Callable[[Call], bool] | None = None, timeout: float = 5.0
     ) -> Call:
         """The first call of ``method`` (made so far or later) that matches ``predicate``."""
-        found: deque[Call] = deque(maxlen=1)
 
-        def ready() -> bool:
-            for call in self._web.calls:
-                if call.method == method and (predicate is None or predicate(call)):
-                    found.append(call)
-                    return True
-            return False
-
-        try:
-            self.wait_until(ready, timeout)
-        except TimeoutError:
+        def missing() -> str:
             seen = [c.method for c in self.calls()]
-            raise TimeoutError(f"no matching {method} call; calls so far: {seen}") from None
-        return found[0]
+            return f"no matching {method} call; calls so far: {seen}"
+
+        return self._wait_first(lambda: self.calls(method), predicate, timeout, missing)
 
     async def await_call(
         self,

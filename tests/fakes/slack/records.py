@@ -1,10 +1,9 @@
-"""Frozen records the fake Slack keeps: API calls, envelopes, deliveries and scripted faults."""
+"""Frozen records the fake Slack keeps: API calls, envelopes, deliveries and scripted faults;
+its lock is ``common.records.Guard``."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 EVENTS_API = "events_api"
@@ -80,26 +79,3 @@ class Fault:
     error: str | None
     status: int
     retry_after: int | None
-
-
-class Guard:
-    """The one lock behind all of the fake's state; leaving it wakes every waiter.
-
-    Re-entrant, so a condition passed to ``wait_until`` may call the fake's accessors.
-    """
-
-    def __init__(self) -> None:
-        self.cond = threading.Condition(threading.RLock())
-        self.closed = False
-
-    def __enter__(self) -> None:
-        self.cond.acquire()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.cond.notify_all()
-        self.cond.release()

@@ -12,9 +12,10 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.common.records import Guard
 from tests.fakes.slack.blocks import check_content
 from tests.fakes.slack.methods import METHODS
-from tests.fakes.slack.records import ApiError, Call, Fault, Guard
+from tests.fakes.slack.records import ApiError, Call, Fault
 from tests.fakes.slack.world import Message, World
 
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")

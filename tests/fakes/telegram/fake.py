@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from typing import Any
 
+from tests.fakes.common import waiting
 from tests.fakes.telegram import inbound
 from tests.fakes.telegram.errors import ApiError
 from tests.fakes.telegram.recording import Call, Predicate, refuse_running_loop
@@ -207,7 +208,7 @@ class FakeTelegram(FakeTelegramServer):
 
     def _wait_deliveries(self, count: int, timeout: float) -> list[tuple[int, int]]:
         with self._cond:
-            if not self._cond.wait_for(lambda: len(self._world.deliveries) >= count, timeout):
+            if not self._at_least(self._world.deliveries, count, timeout):
                 seen = self._world.deliveries
                 raise AssertionError(
                     f"FakeTelegram: expected {count} webhook deliveries, saw {seen}"
@@ -250,12 +251,16 @@ class FakeTelegram(FakeTelegramServer):
 
     def _wait_balanced(self, count: int, timeout: float) -> list[tuple[int, str]]:
         with self._cond:
-            if not self._cond.wait_for(lambda: len(self._balancer.accepted) >= count, timeout):
+            if not self._at_least(self._balancer.accepted, count, timeout):
                 raise AssertionError(
                     f"FakeTelegram: expected {count} balanced webhook deliveries, saw "
                     f"{self._balancer.accepted} (every try: {self._world.deliveries})"
                 )
             return list(self._balancer.accepted)
+
+    def _at_least(self, items: Sized, count: int, timeout: float) -> bool:
+        """Whether ``items`` (guarded by the fake's lock) holds ``count`` within ``timeout``."""
+        return waiting.wait_until(self._cond, lambda: len(items) >= count, timeout)
 
     def push_raw_webhook(self, body: bytes, *, secret: str | None) -> int:
         """POSTs ``body`` to the webhook with this secret header (None = omitted); returns the

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tests.fakes.common import waiting
 from tests.fakes.telegram.errors import ApiError
 
 
@@ -67,27 +67,25 @@ class CallLog:
         """The calls after the first ``seen`` (of any method), waiting up to ``timeout`` for
         at least one; empty if none came."""
         with self._cond:
-            self._cond.wait_for(lambda: len(self._calls) > seen, timeout=timeout)
+            waiting.wait_until(self._cond, lambda: len(self._calls) > seen, timeout)
             return self._calls[seen:]
 
     def wait(
         self, method: str, predicate: Predicate | None, count: int, timeout: float
     ) -> list[Call]:
         """The first ``count`` matching calls of ``method``, once there are that many."""
-        deadline = time.monotonic() + timeout
+        found: list[Call] = []
+
+        def ready() -> bool:
+            found[:] = [
+                c for c in self._calls if c.method == method and (predicate is None or predicate(c))
+            ]
+            return len(found) >= count
+
         with self._cond:
-            while True:
-                found = [
-                    c
-                    for c in self._calls
-                    if c.method == method and (predicate is None or predicate(c))
-                ]
-                if len(found) >= count:
-                    return found[:count]
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError(self._miss(method, predicate, count, len(found), timeout))
-                self._cond.wait(remaining)
+            if not waiting.wait_until(self._cond, ready, timeout):
+                raise AssertionError(self._miss(method, predicate, count, len(found), timeout))
+            return found[:count]
 
     def _miss(
         self, method: str, predicate: Predicate | None, count: int, got: int, timeout: float

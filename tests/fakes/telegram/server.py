@@ -20,7 +20,7 @@ import aiohttp
 from aiohttp import web
 from typing_extensions import override
 
-from tests.fakes.loop_thread import LoopServer
+from tests.fakes.common.server import LoopServer
 from tests.fakes.telegram.balancer import Balancer
 from tests.fakes.telegram.errors import ApiError, bad_request
 from tests.fakes.telegram.methods import ApiRequest, BotApi, canonical_method
@@ -45,7 +45,7 @@ class FakeTelegramServer(LoopServer):
     webhook_balanced_max_attempts = 600  # behind the balancer an update moves to a live replica
 
     def __init__(self, *, token: str, bot_id: int, bot_username: str) -> None:
-        super().__init__("fake-telegram")
+        super().__init__("fake-telegram", label="FakeTelegram")
         self.token = token
         self.bot_id = bot_id
         self.bot_username = bot_username
@@ -58,12 +58,10 @@ class FakeTelegramServer(LoopServer):
         self._balancer = Balancer()
         self._token_valid = True
         self._poll_seq = 0
-        self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self._worker: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._changed = asyncio.Event()
-        self._port = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -73,13 +71,7 @@ class FakeTelegramServer(LoopServer):
         app = web.Application(client_max_size=_MAX_BODY)
         app.router.add_route("*", "/bot{token}/{method}", self._handle_api)
         app.router.add_get("/file/bot{token}/{path:.+}", self._handle_download)
-        self._runner = web.AppRunner(
-            app, shutdown_timeout=1.0, access_log=None, handler_cancellation=True
-        )
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = int(self._runner.addresses[0][1])
+        await self._listen(app, cancel_handlers=True)
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
         self._worker = asyncio.create_task(self._deliver_webhooks(), name="fake-telegram:webhook")
 
@@ -92,15 +84,13 @@ class FakeTelegramServer(LoopServer):
             self._worker.cancel()  # it may be mid-delivery to a receiver that hangs
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
-        if self._runner is not None:
-            await self._runner.cleanup()
         if self._session is not None:
             await self._session.close()
-        await asyncio.get_running_loop().shutdown_asyncgens()
+        await self._close()
 
     @property
     def api_origin(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
+        return self.origin
 
     @property
     def base_url(self) -> str:
