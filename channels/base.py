@@ -1,5 +1,7 @@
-"""What adapters share: the Channel port, capabilities, typed send errors and a base class.
+"""What adapters share: the Channel port, capabilities, typed send errors and base classes.
 
+``BaseChannel`` holds the port's defaults and the intake state; ``PlatformChannel`` adds the
+lifecycle template, the settings check and the outbound façade every platform adapter uses.
 Adapter authors import from here; the kernel's protocols live in ``bot/ports/``.
 """
 
@@ -7,11 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable
+from typing import ClassVar, Generic, Protocol, TypeVar, final
+
+from pydantic import SecretStr
+from typing_extensions import override
 
 from bot.errors import (
     AuthFailed,
     ChannelError,
+    ConfigError,
     DownloadError,
     Forbidden,
     InvalidRequest,
@@ -21,13 +29,14 @@ from bot.errors import (
     TargetNotFound,
     TransientSendError,
 )
-from bot.messages import Destination, ReactionMark, TextEdit
+from bot.messages import Destination, OutboundFile, OutboundText, ReactionMark, SentRef, TextEdit
 from bot.ports import (
     Admission,
     BotIdentity,
     Channel,
     ChannelCapabilities,
     ChannelContext,
+    ChannelHealth,
     Publish,
     TextUnit,
     WebhookRoutes,
@@ -47,6 +56,8 @@ __all__ = [
     "DownloadError",
     "Forbidden",
     "InvalidRequest",
+    "Outbound",
+    "PlatformChannel",
     "Publish",
     "RateLimited",
     "SendError",
@@ -62,7 +73,8 @@ class BaseChannel:
     """Defaults for the optional parts of the Channel port.
 
     Subclasses set ``name`` and ``capabilities`` and implement start/aclose/send_text/
-    send_file/download; operations a platform lacks fall back to the behaviour here.
+    send_file/download (``PlatformChannel`` does most of that for a platform adapter);
+    operations a platform lacks fall back to the behaviour here.
     """
 
     name: str
@@ -147,3 +159,127 @@ class BaseChannel:
 
     async def show_typing(self, destination: Destination) -> None:
         """A platform without a typing indicator shows nothing."""
+
+
+class Outbound(Protocol):
+    """What an adapter's outbound object does; ``PlatformChannel`` forwards the port to it."""
+
+    async def send_text(self, message: OutboundText) -> SentRef: ...
+
+    async def send_file(self, file: OutboundFile) -> SentRef: ...
+
+    async def edit_text(self, edit: TextEdit) -> None: ...
+
+    async def react(self, mark: ReactionMark) -> None: ...
+
+    async def show_typing(self, destination: Destination) -> None: ...
+
+
+OutT = TypeVar("OutT", bound=Outbound)
+T = TypeVar("T")
+
+
+class PlatformChannel(BaseChannel, ABC, Generic[OutT]):
+    """A channel onto a platform: owns the lifecycle and forwards sends to an ``Outbound``.
+
+    An adapter implements ``_connect(publish)`` (open what it needs, set ``self._out`` and
+    open intake) and ``_disconnect()`` (close whatever is open; it must cope with a connect
+    that stopped part-way), and may implement ``_stop_receiving()`` (stop the socket, poll
+    loop or reader that brings events in; ``stop_intake`` calls it). ``start`` and ``aclose``
+    are fixed: a start that fails is torn down by ``_disconnect`` before the error is
+    re-raised (PTB ``Application.__aenter__``).
+
+    While ``_out`` is unset (before start, or after a teardown that cleared it) a send
+    raises ``TransientSendError(not_running)``, so the outbox retries it once the channel
+    runs. Every platform call goes through ``_guard``, which reports refused credentials.
+    """
+
+    not_running: ClassVar[str]
+
+    def __init__(self, health: ChannelHealth) -> None:
+        super().__init__()
+        self._health = health
+        self._out: OutT | None = None
+
+    @staticmethod
+    def _required(value: str | SecretStr | None, path: str) -> str:
+        """The setting at ``path``, which an enabled channel cannot do without."""
+        found = value.get_secret_value() if isinstance(value, SecretStr) else (value or "")
+        if not found:
+            raise ConfigError(f"{path}: required when the channel is enabled")
+        return found
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @final
+    async def start(self, publish: Publish) -> None:
+        self._publish = publish
+        try:
+            await self._connect(publish)
+        except BaseException:
+            self._intake_open = False
+            await self._disconnect()
+            raise
+
+    @final
+    async def aclose(self) -> None:
+        self._stop_taking_events()
+        await self._disconnect()
+
+    @override
+    async def stop_intake(self) -> None:
+        await super().stop_intake()
+        await self._stop_receiving()
+
+    async def _stop_receiving(self) -> None:
+        """Stop what brings events in (idempotent). Nothing by default: a webhook receiver
+        is refused by the closed intake alone."""
+
+    @abstractmethod
+    async def _connect(self, publish: Publish) -> None:
+        """Connect and open intake; a failure part-way is torn down by ``_disconnect``."""
+
+    @abstractmethod
+    async def _disconnect(self) -> None:
+        """Close what is open (all of it, or what a failed ``_connect`` opened)."""
+
+    # ------------------------------------------------------------------ outbound
+
+    def _outbound(self) -> OutT:
+        if self._out is None:
+            raise TransientSendError(self.not_running)
+        return self._out
+
+    async def _guard(self, call: Awaitable[T]) -> T:
+        """A platform call; refused credentials are reported (``_auth_refused``)."""
+        try:
+            return await call
+        except AuthFailed as exc:
+            self._auth_refused(exc)
+            raise
+
+    def _auth_refused(self, exc: AuthFailed) -> None:
+        """A send found the credentials refused: the supervisor parks the channel."""
+        self._health.auth_failed(str(exc))
+
+    async def send_text(self, message: OutboundText) -> SentRef:
+        return await self._guard(self._outbound().send_text(message))
+
+    async def send_file(self, file: OutboundFile) -> SentRef:
+        return await self._guard(self._outbound().send_file(file))
+
+    @override
+    async def edit_text(self, edit: TextEdit) -> None:
+        await self._guard(self._outbound().edit_text(edit))
+
+    @override
+    async def react(self, mark: ReactionMark) -> None:
+        """Forwarded on a platform that shows reactions; ignored (even stopped) elsewhere."""
+        if self.capabilities.reactions:
+            await self._guard(self._outbound().react(mark))
+
+    @override
+    async def show_typing(self, destination: Destination) -> None:
+        """Forwarded on a platform with a typing indicator; nothing (even stopped) elsewhere."""
+        if self.capabilities.typing:
+            await self._guard(self._outbound().show_typing(destination))

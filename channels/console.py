@@ -45,10 +45,10 @@ from bot.messages import (
     TextEdit,
 )
 from channels.base import (
-    BaseChannel,
     ChannelCapabilities,
     ChannelContext,
     DownloadError,
+    PlatformChannel,
     Publish,
 )
 
@@ -62,7 +62,81 @@ ANSWER_WAIT_MARGIN_S = 60.0
 """A piped line waits for its answer at most the agent's run timeout plus this."""
 
 
-class ConsoleChannel(BaseChannel):
+class Unwatched:
+    """The health of a channel nobody watches (the console has no connection to lose)."""
+
+    def connected(self) -> None:
+        """Nothing to report."""
+
+    def disconnected(self, reason: str) -> None:
+        """Nothing to report."""
+
+    def auth_failed(self, reason: str) -> None:
+        """Nothing to report."""
+
+    def activity(self) -> None:
+        """Nothing to report."""
+
+    def failed(self, reason: str) -> None:
+        """Nothing to report."""
+
+
+class Screen:
+    """The console's outbound side: what is written to stdout, and which lines are answered."""
+
+    def __init__(self, stdout: TextIO, session: str) -> None:
+        self._stdout = stdout
+        self._render = Console(file=stdout) if _is_terminal(stdout) else None
+        self._session = session
+        self._out_ids = itertools.count(1)
+        self._awaiting: dict[str, asyncio.Event] = {}
+        self.failed_turns = 0
+        """Turns that ended in an error message (``switchboard chat -m`` exits non-zero)."""
+
+    def expect(self, message_id: str) -> asyncio.Event:
+        """Set once ``message_id`` has been answered (its final, question or error)."""
+        answered = self._awaiting[message_id] = asyncio.Event()
+        return answered
+
+    def forget(self, message_id: str) -> None:
+        self._awaiting.pop(message_id, None)
+
+    def write(self, text: str, *, markdown: bool = False) -> None:
+        if markdown and self._render is not None:
+            self._stdout.write(BOT_PREFIX)
+            self._render.print(Markdown(text))
+        else:
+            self._stdout.write(f"{BOT_PREFIX}{text}\n")
+        self._stdout.flush()
+
+    def _next_id(self) -> str:
+        return f"{self._session}-out-{next(self._out_ids)}"
+
+    async def send_text(self, message: OutboundText) -> SentRef:
+        self.write(message.text, markdown=message.kind is not OutboundKind.PROGRESS)
+        if message.reply_to is not None and message.kind is not OutboundKind.PROGRESS:
+            answered = self._awaiting.get(message.reply_to)
+            if answered is not None:
+                answered.set()
+        return SentRef(message_ids=(self._next_id(),))
+
+    async def edit_text(self, edit: TextEdit) -> None:
+        self.write(edit.text, markdown=edit.kind is not OutboundKind.PROGRESS)
+
+    async def react(self, mark: ReactionMark) -> None:
+        if mark.reaction is Reaction.FAILED:
+            self.failed_turns += 1
+
+    async def send_file(self, file: OutboundFile) -> SentRef:
+        kind = "image" if file.is_image else "file"
+        self.write(f"[{kind}] {file.name} ({file.size} bytes): {file.path}")
+        return SentRef(message_ids=(self._next_id(),))
+
+    async def show_typing(self, destination: Destination) -> None:
+        """The console shows nothing while the agent works."""
+
+
+class ConsoleChannel(PlatformChannel[Screen]):
     name = "console"
     capabilities = ChannelCapabilities(
         text_limit=100_000,
@@ -71,49 +145,47 @@ class ConsoleChannel(BaseChannel):
         threads=False,
         reactions=frozenset({Reaction.FAILED}),  # only to learn which turns failed
     )
+    not_running = "the console is not running"
 
     def __init__(
         self,
         settings: Settings,
-        context: ChannelContext | None = None,  # noqa: ARG002
+        context: ChannelContext | None = None,
         *,
         stdin: TextIO | None = None,
         stdout: TextIO | None = None,
     ) -> None:
-        """The console needs nothing from the context (no webhooks, no files to keep)."""
-        super().__init__()
+        """The console needs nothing else from the context (no webhooks, no files to keep)."""
+        super().__init__(context.health if context is not None else Unwatched())
         block = settings.channels.console
         self._sender = Sender(id=block.user_id, display_name=block.display_name)
         self._stdin = stdin if stdin is not None else sys.stdin
-        self._stdout = stdout if stdout is not None else sys.stdout
         self._session = f"{int(time.time() * 1000):x}"
         self._in_ids = itertools.count(1)
-        self._out_ids = itertools.count(1)
         self._reader: asyncio.Task[None] | None = None
         self._scripted = not _is_terminal(self._stdin)
-        self._render = Console(file=self._stdout) if _is_terminal(self._stdout) else None
         self._answer_wait_s = settings.agent.run_timeout_s + ANSWER_WAIT_MARGIN_S
-        self._awaiting: dict[str, asyncio.Event] = {}
-        self.failed_turns = 0
-        """Turns that ended in an error message (``switchboard chat -m`` exits non-zero)."""
+        self._out = Screen(stdout if stdout is not None else sys.stdout, self._session)
 
-    async def start(self, publish: Publish) -> None:
-        self._publish = publish
-        self._intake_open = True
+    @property
+    def failed_turns(self) -> int:
+        """Turns that ended in an error message (``switchboard chat -m`` exits non-zero)."""
+        return self._outbound().failed_turns
+
+    @override
+    async def _connect(self, publish: Publish) -> None:
+        self._open_intake()
         self._reader = asyncio.create_task(self._read_lines(), name="channel:console:stdin")
 
     @override
-    async def stop_intake(self) -> None:
-        await super().stop_intake()
-        await self._stop_reader()
-
-    async def aclose(self) -> None:
-        await self._stop_reader()
-
-    async def _stop_reader(self) -> None:
+    async def _stop_receiving(self) -> None:
         if self._reader is not None:
             await cancel_and_wait(self._reader)
             self._reader = None
+
+    @override
+    async def _disconnect(self) -> None:
+        await self._stop_receiving()
 
     async def _read_lines(self) -> None:
         try:
@@ -136,15 +208,16 @@ class ConsoleChannel(BaseChannel):
             sender=self._sender,
             text=text,
         )
-        answered = self._awaiting[message.message_id] = asyncio.Event()
+        screen = self._outbound()
+        answered = screen.expect(message.message_id)
         try:
             admission = await self._publish(message)
             if not admission.ack:
-                self._write(f"(not accepted: {admission})")
+                screen.write(f"(not accepted: {admission})")
             elif self._scripted:
                 await self._wait_for_answer(answered)
         finally:
-            self._awaiting.pop(message.message_id, None)
+            screen.forget(message.message_id)
 
     async def _wait_for_answer(self, answered: asyncio.Event) -> None:
         try:
@@ -153,45 +226,8 @@ class ConsoleChannel(BaseChannel):
         except TimeoutError:
             logger.warning("no answer after %.0fs; reading the next line", self._answer_wait_s)
 
-    def _write(self, text: str, *, markdown: bool = False) -> None:
-        if markdown and self._render is not None:
-            self._stdout.write(BOT_PREFIX)
-            self._render.print(Markdown(text))
-        else:
-            self._stdout.write(f"{BOT_PREFIX}{text}\n")
-        self._stdout.flush()
-
-    def _next_id(self) -> str:
-        return f"{self._session}-out-{next(self._out_ids)}"
-
-    async def send_text(self, message: OutboundText) -> SentRef:
-        self._write(message.text, markdown=message.kind is not OutboundKind.PROGRESS)
-        if message.reply_to is not None and message.kind is not OutboundKind.PROGRESS:
-            answered = self._awaiting.get(message.reply_to)
-            if answered is not None:
-                answered.set()
-        return SentRef(message_ids=(self._next_id(),))
-
-    @override
-    async def edit_text(self, edit: TextEdit) -> None:
-        self._write(edit.text, markdown=edit.kind is not OutboundKind.PROGRESS)
-
-    @override
-    async def react(self, mark: ReactionMark) -> None:
-        if mark.reaction is Reaction.FAILED:
-            self.failed_turns += 1
-
-    async def send_file(self, file: OutboundFile) -> SentRef:
-        kind = "image" if file.is_image else "file"
-        self._write(f"[{kind}] {file.name} ({file.size} bytes): {file.path}")
-        return SentRef(message_ids=(self._next_id(),))
-
     async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:  # noqa: ARG002
         raise DownloadError(f"the console has no attachment {attachment.name!r}")
-
-    @override
-    async def show_typing(self, destination: Destination) -> None:
-        """The console shows nothing while the agent works."""
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -24,6 +24,7 @@ EDGE_MAY_IMPORT = (
     "bot.config.settings",
     "bot.config.store",
     "bot.delivery.chunking",
+    "bot.delivery.bounded",
     "bot.workspace",
     "bot.lifecycle",
     "bot.backoff",

@@ -22,40 +22,24 @@ up to 10 MB (oapi media limits); robots may post about 20 messages a minute into
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
-from pydantic import SecretStr
 from typing_extensions import override
 
 from bot.config.settings import Settings
-from bot.errors import (
-    AuthFailed,
-    ConfigError,
-    DownloadError,
-    MessageGone,
-    SendError,
-    TransientSendError,
-)
-from bot.messages import (
-    Attachment,
-    OutboundFile,
-    OutboundKind,
-    OutboundText,
-    SentRef,
-    TextEdit,
-)
+from bot.errors import AuthFailed, DownloadError, SendError
+from bot.messages import Attachment, TextEdit
 from bot.ports import ChannelCapabilities, ChannelContext, Publish, TextUnit
-from channels.base import BaseChannel
+from channels.base import PlatformChannel
 from channels.dingtalk.api import Oapi, OpenApi, download, new_session
 from channels.dingtalk.cards import Cards, card_id
 from channels.dingtalk.connection import StreamConfig, StreamLink
 from channels.dingtalk.handler import TOPIC, ChatbotCallbacks
 from channels.dingtalk.inbound import decode
 from channels.dingtalk.logs import route_sdk_logs
-from channels.dingtalk.outbound import Outbound
+from channels.dingtalk.outbound import Outbound, edit_without_card
 from channels.dingtalk.render import TEXT_LIMIT
 from channels.dingtalk.sessions import SessionBook
 
@@ -69,19 +53,12 @@ DINGTALK_CAPABILITIES = ChannelCapabilities(
     per_dm_interval_s=0.2,
 )  # fmt: skip
 SESSIONS_FILE = "dingtalk-sessions.sqlite3"
-T = TypeVar("T")
 
 
-def _required(value: str | SecretStr | None, path: str) -> str:
-    found = value.get_secret_value() if isinstance(value, SecretStr) else (value or "")
-    if not found:
-        raise ConfigError(f"{path}: required when the channel is enabled")
-    return found
-
-
-class DingTalkChannel(BaseChannel):
+class DingTalkChannel(PlatformChannel[Outbound]):
     name = "dingtalk"
     capabilities = DINGTALK_CAPABILITIES
+    not_running = "the DingTalk channel is not running"
 
     def __init__(
         self,
@@ -91,16 +68,17 @@ class DingTalkChannel(BaseChannel):
         capabilities: ChannelCapabilities | None = None,
     ) -> None:
         """No I/O. ``capabilities`` lets tests on a fake go faster."""
-        super().__init__()
+        super().__init__(context.health)
         block = settings.channels.dingtalk
-        self._client_id = _required(block.client_id, "channels.dingtalk.client_id")
-        self._client_secret = _required(block.client_secret, "channels.dingtalk.client_secret")
-        self._api_base = block.api_base_url
+        self._config = StreamConfig(
+            base=block.api_base_url,
+            client_id=self._required(block.client_id, "channels.dingtalk.client_id"),
+            client_secret=self._required(block.client_secret, "channels.dingtalk.client_secret"),
+        )
         self._oapi_base = block.oapi_origin
         self._template = block.card_template_id or ""
         self._content_key = block.card_content_key
         self._debug = settings.log.level == "DEBUG"
-        self._health = context.health
         self._book_path = context.state_dir / SESSIONS_FILE
         self.capabilities = replace(
             capabilities or DINGTALK_CAPABILITIES, edits=bool(self._template)
@@ -108,66 +86,49 @@ class DingTalkChannel(BaseChannel):
         self._session: aiohttp.ClientSession | None = None
         self._api: OpenApi | None = None
         self._book: SessionBook | None = None
-        self._out: Outbound | None = None
-        self._cards: Cards | None = None
         self._link: StreamLink | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
     def _new_api(self, session: aiohttp.ClientSession) -> OpenApi:
-        return OpenApi(session, self._api_base, self._client_id, self._client_secret)
+        config = self._config
+        return OpenApi(session, config.base, config.client_id, config.client_secret)
 
     async def probe(self) -> str:
         """An access token for ``switchboard check --online``."""
         async with new_session() as session:
             await self._new_api(session).token.get()
-        return f"app {self._client_id}: access token issued"
+        return f"app {self._config.client_id}: access token issued"
 
-    async def start(self, publish: Publish) -> None:
-        self._publish = publish
-        try:
-            await self._open()
-        except BaseException:
-            self._intake_open = False
-            await self._close_resources()
-            raise
-        logger.info("dingtalk connected (stream mode)")
-
-    async def _open(self) -> None:
+    @override
+    async def _connect(self, publish: Publish) -> None:
+        config = self._config
         self._session = session = new_session()
         self._api = api = self._new_api(session)
-        oapi = Oapi(session, self._oapi_base, self._client_id, self._client_secret)
+        oapi = Oapi(session, self._oapi_base, config.client_id, config.client_secret)
         self._book = book = SessionBook(self._book_path)
         await book.open()
-        self._out = Outbound(api, oapi, book, self._client_id)
+        cards = None
         if self._template:
-            self._cards = Cards(api, self._client_id, self._template, self._content_key)
+            cards = Cards(api, config.client_id, self._template, self._content_key)
+        self._out = Outbound(api, oapi, book, config.client_id, cards)
         handlers = {TOPIC: ChatbotCallbacks(self._accept)}
-        config = StreamConfig(
-            base=self._api_base, client_id=self._client_id, client_secret=self._client_secret
-        )
         self._link = StreamLink(session, config, handlers, self._health)
         route_sdk_logs(debug=self._debug)
         self._open_intake()
         await self._link.open()
+        logger.info("dingtalk connected (stream mode)")
 
     @override
-    async def stop_intake(self) -> None:
-        await super().stop_intake()
-        await self._close_link()
-
-    async def aclose(self) -> None:
-        self._stop_taking_events()
-        await self._close_resources()
-
-    async def _close_link(self) -> None:
+    async def _stop_receiving(self) -> None:
         if self._link is not None:
             link, self._link = self._link, None
             await link.close()
 
-    async def _close_resources(self) -> None:
-        self._out = self._cards = None  # a send from now on is transient, not a closed session's
-        await self._close_link()
+    @override
+    async def _disconnect(self) -> None:
+        self._out = None  # a send from now on is transient, not a closed session's
+        await self._stop_receiving()
         await self._cancel_spawned()
         if self._book is not None:
             book, self._book = self._book, None
@@ -200,7 +161,7 @@ class DingTalkChannel(BaseChannel):
             raise DownloadError(f"{attachment.name}: the DingTalk channel is not running")
         if attachment.size is not None and attachment.size > max_bytes:
             raise DownloadError(f"{attachment.name} is larger than {max_bytes} bytes")
-        body = {"robotCode": self._client_id, "downloadCode": attachment.ref}
+        body = {"robotCode": self._config.client_id, "downloadCode": attachment.ref}
         try:
             answer = await self._api.call("POST", "/v1.0/robot/messageFiles/download", body)
         except AuthFailed:
@@ -214,37 +175,9 @@ class DingTalkChannel(BaseChannel):
 
     # ------------------------------------------------------------------ outbound
 
-    def _outbound(self) -> Outbound:
-        if self._out is None:
-            raise TransientSendError("the DingTalk channel is not running")
-        return self._out
-
-    async def _guard(self, call: Awaitable[T]) -> T:
-        """Refused credentials are reported, so the supervisor parks the channel."""
-        try:
-            return await call
-        except AuthFailed as exc:
-            self._health.auth_failed(str(exc))
-            raise
-
-    async def send_text(self, message: OutboundText) -> SentRef:
-        outbound = self._outbound()
-        if message.kind is OutboundKind.PROGRESS and self._cards is not None:
-            start = self._cards.start(message.destination, message.text, message.dedupe_key)
-            return SentRef(message_ids=(await self._guard(start),))
-        return await self._guard(outbound.send_text(message))
-
     @override
     async def edit_text(self, edit: TextEdit) -> None:
-        track = card_id(edit.message_id)
-        if track is None or not self._template:
-            if edit.kind is OutboundKind.FINAL:
-                raise MessageGone(f"dingtalk cannot edit {edit.message_id}; sent anew")
-            return  # DingTalk cannot edit a plain message: a progress or notice edit is moot
-        if self._cards is None:  # recovery's edits can come while the channel still starts
-            raise TransientSendError("the DingTalk channel is not running")
-        final = edit.kind is not OutboundKind.PROGRESS
-        await self._guard(self._cards.stream(track, edit.text, final=final))
-
-    async def send_file(self, file: OutboundFile) -> SentRef:
-        return await self._guard(self._outbound().send_file(file))
+        if card_id(edit.message_id) is None or not self._template:
+            edit_without_card(edit)  # whether or not the channel runs
+            return
+        await super().edit_text(edit)  # recovery's card edits can come while it still starts

@@ -13,7 +13,8 @@
   ``sampleImageMsg`` (session webhooks cannot carry files), the caption after it.
 
 DingTalk returns no message id for a session-webhook send; the adapter makes one up, which is
-only ever used as a reference the kernel cannot edit (edits exist for AI cards only).
+only ever used as a reference the kernel cannot edit (edits exist for AI cards only). With a
+card template, a progress placeholder is an AI card (``cards.py``) that edits stream into.
 """
 
 from __future__ import annotations
@@ -23,17 +24,20 @@ import logging
 import uuid
 from pathlib import Path, PurePath
 
-from bot.errors import RateLimited, SendError, TargetNotFound
+from bot.errors import MessageGone, RateLimited, SendError, TargetNotFound
 from bot.messages import (
     ChatType,
     Destination,
     OutboundFile,
     OutboundKind,
     OutboundText,
+    ReactionMark,
     RenderMode,
     SentRef,
+    TextEdit,
 )
 from channels.dingtalk.api import Oapi, OpenApi, dumps, post_session
+from channels.dingtalk.cards import Cards, card_id
 from channels.dingtalk.errors import PER_MINUTE_S, Json, SessionExpired
 from channels.dingtalk.render import dingtalk_markdown, title_of
 from channels.dingtalk.sessions import SessionBook
@@ -67,14 +71,26 @@ def _template(message: OutboundText) -> tuple[str, Json]:
     }
 
 
+def edit_without_card(edit: TextEdit) -> None:
+    """DingTalk cannot edit a plain message: a final edit is sent anew, any other is moot."""
+    if edit.kind is OutboundKind.FINAL:
+        raise MessageGone(f"dingtalk cannot edit {edit.message_id}; sent anew")
+
+
 class Outbound:
-    def __init__(self, api: OpenApi, oapi: Oapi, book: SessionBook, robot_code: str) -> None:
+    def __init__(
+        self, api: OpenApi, oapi: Oapi, book: SessionBook, robot_code: str, cards: Cards | None
+    ) -> None:
         self._api = api
         self._oapi = oapi
         self._book = book
         self._robot_code = robot_code
+        self._cards = cards
 
     async def send_text(self, message: OutboundText) -> SentRef:
+        if message.kind is OutboundKind.PROGRESS and self._cards is not None:
+            start = self._cards.start(message.destination, message.text, message.dedupe_key)
+            return SentRef(message_ids=(await start,))
         destination = message.destination
         if message.reply_to is not None:
             webhook = await self._book.live_webhook(destination.chat_id)
@@ -91,6 +107,21 @@ class Outbound:
                     return SentRef(message_ids=(f"session:{uuid.uuid4().hex}",))
         key, param = _template(message)
         return await self.send_template(destination, key, param)
+
+    async def edit_text(self, edit: TextEdit) -> None:
+        """Streams into the AI card ``edit`` names (any other edit: ``edit_without_card``)."""
+        track = card_id(edit.message_id)
+        if track is None or self._cards is None:
+            edit_without_card(edit)
+            return
+        final = edit.kind is not OutboundKind.PROGRESS
+        await self._cards.stream(track, edit.text, final=final)
+
+    async def react(self, mark: ReactionMark) -> None:
+        """DingTalk robots cannot react."""
+
+    async def show_typing(self, destination: Destination) -> None:
+        """DingTalk has no typing indicator for robots."""
 
     async def send_template(self, destination: Destination, key: str, param: Json) -> SentRef:
         """One OpenAPI robot message into ``destination``."""

@@ -29,40 +29,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable
-from typing import TypeVar
 
 import httpx
 from pydantic import SecretStr
 from typing_extensions import override
 
 from bot.config.settings import Settings
-from bot.errors import (
-    AuthFailed,
-    ChannelError,
-    ConfigError,
-    DownloadError,
-    SendError,
-    TransientSendError,
-)
-from bot.messages import (
-    Attachment,
-    OutboundFile,
-    OutboundText,
-    Reaction,
-    ReactionMark,
-    SentRef,
-    TextEdit,
-)
-from bot.ports import (
-    Admission,
-    BotIdentity,
-    ChannelCapabilities,
-    ChannelContext,
-    Publish,
-    TextUnit,
-)
-from channels.base import BaseChannel
+from bot.errors import AuthFailed, ChannelError, DownloadError, SendError
+from bot.messages import Attachment, Reaction
+from bot.ports import Admission, BotIdentity, ChannelCapabilities, ChannelContext, Publish, TextUnit
+from channels.base import PlatformChannel
 from channels.feishu.api import FeishuApi, Json, TenantToken, new_http
 from channels.feishu.connection import LinkConfig, LongConnection
 from channels.feishu.discovery import discover
@@ -86,18 +62,10 @@ FEISHU_CAPABILITIES = ChannelCapabilities(
 BOT_INFO = "/open-apis/bot/v3/info"
 HTTP_START_WAIT_S = 2.5
 """How long an event POSTed while the channel starts waits for it (Feishu gives up at 3 s)."""
-T = TypeVar("T")
 
 
 class NotAccepted(Exception):
     """Raised on the SDK thread so the SDK answers 500 and Feishu delivers the event again."""
-
-
-def _required(value: str | SecretStr | None, path: str) -> str:
-    found = value.get_secret_value() if isinstance(value, SecretStr) else (value or "")
-    if not found:
-        raise ConfigError(f"{path}: required when the channel is enabled")
-    return found
 
 
 def _secret(value: SecretStr | None) -> str:
@@ -115,9 +83,10 @@ def _decode(translator: Translator, event: bytes | Json) -> Decoded | None:
         return None
 
 
-class FeishuChannel(BaseChannel):
+class FeishuChannel(PlatformChannel[Outbound]):
     name = "feishu"
     capabilities = FEISHU_CAPABILITIES
+    not_running = "the Feishu channel is not running"
 
     def __init__(
         self,
@@ -127,23 +96,22 @@ class FeishuChannel(BaseChannel):
         capabilities: ChannelCapabilities | None = None,
     ) -> None:
         """No I/O. ``capabilities`` lets tests on a fake go faster."""
-        super().__init__()
+        super().__init__(context.health)
         block = settings.channels.feishu
-        self._app_id = _required(block.app_id, "channels.feishu.app_id")
-        self._app_secret = _required(block.app_secret, "channels.feishu.app_secret")
-        self._domain = block.domain
+        self._config = LinkConfig(
+            app_id=self._required(block.app_id, "channels.feishu.app_id"),
+            app_secret=self._required(block.app_secret, "channels.feishu.app_secret"),
+            domain=block.domain,
+            debug=settings.log.level == "DEBUG",
+        )
         self._webhook = block.mode == "webhook"
-        self._debug = settings.log.level == "DEBUG"
-        self._health = context.health
         if capabilities is not None:
             self.capabilities = capabilities
-        self._receiver: WebhookReceiver | None = None
         if self._webhook:
-            token = _required(block.verification_token, "channels.feishu.verification_token")
-            self._receiver = WebhookReceiver(token, _secret(block.encrypt_key), self._on_json)
-            context.routes.add_post(block.events_path, self._receiver.handle)
+            token = self._required(block.verification_token, "channels.feishu.verification_token")
+            receiver = WebhookReceiver(token, _secret(block.encrypt_key), self._on_json)
+            context.routes.add_post(block.events_path, receiver.handle)
         self._http: httpx.AsyncClient | None = None
-        self._out: Outbound | None = None
         self._api: FeishuApi | None = None
         self._translator: Translator | None = None
         self._link: LongConnection | None = None
@@ -152,8 +120,9 @@ class FeishuChannel(BaseChannel):
     # ------------------------------------------------------------------ lifecycle
 
     def _new_api(self) -> tuple[httpx.AsyncClient, FeishuApi]:
-        http = new_http(self._domain)
-        return http, FeishuApi(http, TenantToken(http, self._app_id, self._app_secret))
+        config = self._config
+        http = new_http(config.domain)
+        return http, FeishuApi(http, TenantToken(http, config.app_id, config.app_secret))
 
     async def probe(self) -> str:
         """Tenant token and ``bot/v3/info`` for ``switchboard check --online``."""
@@ -162,23 +131,12 @@ class FeishuChannel(BaseChannel):
             me = await self._identify(api)
         finally:
             await http.aclose()
-        return f"{me.name or 'bot'} ({me.open_id}), app {self._app_id}"
+        return f"{me.name or 'bot'} ({me.open_id}), app {self._config.app_id}"
 
-    async def start(self, publish: Publish) -> None:
-        route_sdk_logs(debug=self._debug)
-        self._publish = publish
+    @override
+    async def _connect(self, publish: Publish) -> None:
+        route_sdk_logs(debug=self._config.debug)
         self._loop = asyncio.get_running_loop()
-        try:
-            await self._open(publish)
-        except BaseException:
-            self._intake_open = False
-            await self._close_resources()
-            raise
-        if self._webhook:
-            self._health.connected()
-        logger.info("feishu connected (%s mode)", "webhook" if self._webhook else "websocket")
-
-    async def _open(self, publish: Publish) -> None:
         self._http, api = self._new_api()
         me = await self._identify(api)
         self._identity = BotIdentity(
@@ -188,13 +146,15 @@ class FeishuChannel(BaseChannel):
         self._translator = Translator(me, self.name)
         self._open_intake()
         if self._webhook:
-            return
-        endpoint = await discover(self._http, self._app_id, self._app_secret)
+            self._health.connected()
+        else:
+            await self._open_link(self._http, publish)
+        logger.info("feishu connected (%s mode)", "webhook" if self._webhook else "websocket")
+
+    async def _open_link(self, http: httpx.AsyncClient, publish: Publish) -> None:
+        config = self._config
+        endpoint = await discover(http, config.app_id, config.app_secret)
         bridge = ThreadBridge(asyncio.get_running_loop(), publish, self._health)
-        config = LinkConfig(
-            app_id=self._app_id, app_secret=self._app_secret, domain=self._domain,
-            debug=self._debug,
-        )  # fmt: skip
         self._link = LongConnection(config, bridge, self._on_frame)
         await self._link.open(endpoint)
 
@@ -209,24 +169,19 @@ class FeishuChannel(BaseChannel):
         open_id = str(bot.get("open_id") or "")
         if not open_id:
             raise ChannelError("bot/v3/info answered without the bot's open_id")
-        return BotSelf(open_id=open_id, app_id=self._app_id, name=str(bot.get("app_name") or ""))
+        return BotSelf(
+            open_id=open_id, app_id=self._config.app_id, name=str(bot.get("app_name") or "")
+        )
 
     @override
-    async def stop_intake(self) -> None:
-        await super().stop_intake()
-        await self._close_link()
-
-    async def aclose(self) -> None:
-        self._stop_taking_events()
-        await self._close_resources()
-
-    async def _close_link(self) -> None:
+    async def _stop_receiving(self) -> None:
         if self._link is not None:
             link, self._link = self._link, None
             await link.close()
 
-    async def _close_resources(self) -> None:
-        await self._close_link()
+    @override
+    async def _disconnect(self) -> None:
+        await self._stop_receiving()
         await self._cancel_spawned()
         if self._http is not None:
             http, self._http = self._http, None
@@ -288,32 +243,3 @@ class FeishuChannel(BaseChannel):
         path = f"/open-apis/im/v1/messages/{ref.message_id}/resources/{ref.key}"
         data, _headers = await self._api.download(path, {"type": ref.kind}, max_bytes)
         return data
-
-    # ------------------------------------------------------------------ outbound
-
-    def _outbound(self) -> Outbound:
-        if self._out is None:
-            raise TransientSendError("the Feishu channel is not running")
-        return self._out
-
-    async def _guard(self, call: Awaitable[T]) -> T:
-        """Refused credentials are reported, so the supervisor parks the channel."""
-        try:
-            return await call
-        except AuthFailed as exc:
-            self._health.auth_failed(str(exc))
-            raise
-
-    async def send_text(self, message: OutboundText) -> SentRef:
-        return await self._guard(self._outbound().send_text(message))
-
-    @override
-    async def edit_text(self, edit: TextEdit) -> None:
-        await self._guard(self._outbound().edit_text(edit))
-
-    async def send_file(self, file: OutboundFile) -> SentRef:
-        return await self._guard(self._outbound().send_file(file))
-
-    @override
-    async def react(self, mark: ReactionMark) -> None:
-        await self._guard(self._outbound().react(mark))

@@ -28,12 +28,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import TypeVar
 
+from bot.delivery.bounded import RecentMap, RecentSet
 from bot.errors import InvalidRequest, MessageGone, SendError, TransientSendError
 from bot.messages import (
     Button,
@@ -115,36 +114,22 @@ class Question:
     scope: ButtonScope
 
 
-K = TypeVar("K")
-V = TypeVar("V")
-
-
 QUESTION_WAIT_S = 2.0
 """How long a press waits for its question card to be recorded (see ``_question``)."""
-
-
-class Bounded(OrderedDict[K, V]):
-    """An insertion-ordered map that forgets its oldest entries past ``KEPT``."""
-
-    def keep(self, key: K, value: V) -> None:
-        self.pop(key, None)
-        self[key] = value
-        while len(self) > KEPT:
-            self.popitem(last=False)
 
 
 class Outbound:
     def __init__(self, api: FeishuApi) -> None:
         self._api = api
         self._streams = StreamingCards(api)
-        self._threads: Bounded[str, None] = Bounded()
-        self._questions: Bounded[str, Question] = Bounded()
+        self._threads: RecentSet[str] = RecentSet(KEPT)
+        self._questions: RecentMap[str, Question] = RecentMap(KEPT)
         self._question_added = asyncio.Event()
-        self._stages: Bounded[str, tuple[str, str]] = Bounded()
+        self._stages: RecentMap[str, tuple[str, str]] = RecentMap(KEPT)
 
     def note_thread(self, root_id: str) -> None:
         """A topic that arrived as a Feishu thread: replies into it use ``reply_in_thread``."""
-        self._threads.keep(root_id, None)
+        self._threads.add(root_id)
 
     # ------------------------------------------------------------------ text
 
@@ -256,7 +241,7 @@ class Outbound:
         has returned here, so it is waited for briefly (none after a restart)."""
         try:
             async with asyncio.timeout(QUESTION_WAIT_S):
-                while (question := self._questions.pop(message_id, None)) is None:
+                while (question := self._questions.pop(message_id)) is None:
                     self._question_added.clear()
                     await self._question_added.wait()
         except TimeoutError:
@@ -311,6 +296,9 @@ class Outbound:
         return Content(msg_type="file", content=dumps({"file_key": _key(found, "file")}))
 
     # ------------------------------------------------------------------ reactions
+
+    async def show_typing(self, destination: Destination) -> None:
+        """Feishu has no typing indicator for bots."""
 
     async def react(self, mark: ReactionMark) -> None:
         """Reactions on real messages only; button-press ids (``card/…``) are not messages."""

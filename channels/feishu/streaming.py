@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from bot.delivery.bounded import RecentMap
 from channels.feishu.api import FeishuApi, dumps
 from channels.feishu.render import ELEMENT_ID, Content, card_markdown, sized, streaming_card
 
@@ -44,7 +44,7 @@ class LiveCard:
 class StreamingCards:
     def __init__(self, api: FeishuApi) -> None:
         self._api = api
-        self._live: OrderedDict[str, LiveCard] = OrderedDict()
+        self._live: RecentMap[str, LiveCard] = RecentMap(LIVE_KEPT)
 
     async def create(self, text: str) -> tuple[str, Content]:
         """A new streaming card; its id and the message content that shows it."""
@@ -57,15 +57,13 @@ class StreamingCards:
         return card_id, Content(msg_type="interactive", content=dumps(content))
 
     def remember(self, message_id: str, card_id: str) -> None:
-        self._live[message_id] = LiveCard(card_id=card_id)
-        while len(self._live) > LIVE_KEPT:
-            self._live.popitem(last=False)
+        self._live.set(message_id, LiveCard(card_id=card_id))
 
     def live(self, message_id: str) -> LiveCard | None:
         return self._live.get(message_id)
 
     def forget(self, message_id: str) -> None:
-        self._live.pop(message_id, None)
+        self._live.pop(message_id)
 
     async def update(self, card: LiveCard, text: str) -> None:
         async with card.lock:

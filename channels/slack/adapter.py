@@ -30,13 +30,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import urllib.request
-from collections.abc import Awaitable
-from typing import TypeVar
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
-from pydantic import SecretStr
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
@@ -44,25 +42,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from typing_extensions import override
 
 from bot.config.settings import Settings
-from bot.errors import (
-    AuthFailed,
-    ChannelError,
-    ConfigError,
-    DownloadError,
-    SendError,
-    TransientSendError,
-)
-from bot.messages import (
-    Attachment,
-    OutboundFile,
-    OutboundText,
-    Reaction,
-    ReactionMark,
-    SentRef,
-    TextEdit,
-)
+from bot.errors import AuthFailed, ChannelError, DownloadError, SendError
+from bot.messages import Attachment, Reaction
 from bot.ports import BotIdentity, ChannelCapabilities, ChannelContext, Publish
-from channels.base import BaseChannel
+from channels.base import PlatformChannel
 from channels.slack.connection import LinkOptions, LinkWebClient, SocketLink, open_url
 from channels.slack.downloads import FileAccess, fetch
 from channels.slack.errors import sdk_errors
@@ -89,7 +72,15 @@ HTTP_START_WAIT_S = 2.5
 """How long an event POSTed while the channel starts waits for it (Slack gives up at 3 s)."""
 AUTH_RECHECK_S = 300.0
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=15, sock_read=60)
-T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Clients:
+    """The HTTP session and the two Web API clients on it: sends, and the link's control."""
+
+    session: aiohttp.ClientSession
+    sends: AsyncWebClient
+    control: LinkWebClient
 
 
 def proxy_for(url: str) -> str | None:
@@ -100,16 +91,10 @@ def proxy_for(url: str) -> str | None:
     return urllib.request.getproxies().get(parts.scheme) or None
 
 
-def _secret(value: SecretStr | None, path: str) -> str:
-    secret = value.get_secret_value() if value is not None else ""
-    if not secret:
-        raise ConfigError(f"{path}: required when the channel is enabled")
-    return secret
-
-
-class SlackChannel(BaseChannel):
+class SlackChannel(PlatformChannel[Outbound]):
     name = "slack"
     capabilities = SLACK_CAPABILITIES
+    not_running = "the Slack channel is not running"
 
     def __init__(
         self,
@@ -121,74 +106,63 @@ class SlackChannel(BaseChannel):
         rules: InboundRules | None = None,
     ) -> None:
         """No I/O. ``capabilities`` and ``ping_interval_s`` let tests on a fake go faster."""
-        super().__init__()
+        super().__init__(context.health)
         block = settings.channels.slack
-        self._bot_token = _secret(block.bot_token, "channels.slack.bot_token")
+        bot_token = self._required(block.bot_token, "channels.slack.bot_token")
         self._socket = block.mode == "socket"
-        self._app_token = (
-            _secret(block.app_token, "channels.slack.app_token") if self._socket else ""
+        app_token, self._signing_secret = "", ""
+        if self._socket:
+            app_token = self._required(block.app_token, "channels.slack.app_token")
+        else:
+            secret = self._required(block.signing_secret, "channels.slack.signing_secret")
+            self._signing_secret = secret
+        proxy = proxy_for(block.api_base_url)
+        self._access = FileAccess(token=bot_token, api_base_url=block.api_base_url, proxy=proxy)
+        self._options = LinkOptions(
+            app_token=app_token, ping_interval_s=ping_interval_s, proxy=proxy
         )
-        self._signing_secret = (
-            "" if self._socket else _secret(block.signing_secret, "channels.slack.signing_secret")
-        )
-        self._api = block.api_base_url
-        self._proxy = proxy_for(self._api)
-        self._health = context.health
-        self._ping_interval_s = ping_interval_s
         self._rules = rules or InboundRules(ignore_other_bots=settings.channels.slack.ignore_bots)
         if capabilities is not None:
             self.capabilities = capabilities
         if not self._socket:
             context.routes.add_post(block.events_path, self._on_http)
-        self._session: aiohttp.ClientSession | None = None
-        self._web: AsyncWebClient | None = None
+        self._clients: Clients | None = None
         self._app: AsyncApp | None = None
         self._link: SocketLink | None = None
-        self._out: Outbound | None = None
-        self._me: BotSelf | None = None
         self._auth_lost = asyncio.Event()
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _clients(self) -> tuple[aiohttp.ClientSession, AsyncWebClient, LinkWebClient]:
+    def _new_clients(self) -> Clients:
+        access = self._access
         session = aiohttp.ClientSession(timeout=HTTP_TIMEOUT)
         sends = AsyncWebClient(
-            token=self._bot_token, base_url=self._api, session=session, retry_handlers=[]
+            token=access.token, base_url=access.api_base_url, session=session, retry_handlers=[]
         )
-        control = LinkWebClient(health=self._health, base_url=self._api, session=session)
+        control = LinkWebClient(health=self._health, base_url=access.api_base_url, session=session)
         for client in (sends, control):
-            client.proxy = self._proxy  # override what the SDK read from the environment
-        return session, sends, control
+            client.proxy = access.proxy  # override what the SDK read from the environment
+        return Clients(session=session, sends=sends, control=control)
 
     async def probe(self) -> str:
         """``auth.test`` (and, in Socket Mode, the app token) for ``switchboard check --online``."""
-        session, sends, control = self._clients()
+        clients = self._new_clients()
+        session, sends, control = clients.session, clients.sends, clients.control
         try:
             me = await self._authenticate(sends)
             detail = f"{me.team or me.team_id} ({me.team_id}) as @{me.name or me.user_id}"
             if self._socket:
-                await open_url(control, self._app_token)
+                await open_url(control, self._options.app_token)
                 detail += ", app token ok"
         finally:
             await session.close()
         return detail
 
-    async def start(self, publish: Publish) -> None:
-        self._publish = publish
-        try:
-            await self._open(publish)
-        except BaseException:
-            self._intake_open = False
-            await self._close_resources()
-            raise
-        if not self._socket:
-            self._health.connected()
-        logger.info("slack connected (%s mode)", "socket" if self._socket else "http")
-
-    async def _open(self, publish: Publish) -> None:
-        session, sends, control = self._clients()
-        self._session, self._web = session, sends
-        me = self._me = await self._authenticate(sends)
+    @override
+    async def _connect(self, publish: Publish) -> None:
+        clients = self._clients = self._new_clients()
+        sends, control = clients.sends, clients.control
+        me = await self._authenticate(sends)
         self._identity = BotIdentity(
             user_id=me.user_id, usernames=frozenset({me.name}) if me.name else frozenset()
         )
@@ -199,17 +173,17 @@ class SlackChannel(BaseChannel):
         self._open_intake()
         self._spawn(self._recheck_auth(), "auth")
         if self._socket:
-            options = LinkOptions(
-                app_token=self._app_token, ping_interval_s=self._ping_interval_s, proxy=self._proxy
-            )
-            self._link = SocketLink(app, options, control, self._health)
+            self._link = SocketLink(app, self._options, control, self._health)
             await self._link.open()
+        else:
+            self._health.connected()
+        logger.info("slack connected (%s mode)", "socket" if self._socket else "http")
 
     def _new_app(self, client: AsyncWebClient, me: BotSelf) -> AsyncApp:
         async def authorize(enterprise_id: str | None) -> AuthorizeResult:
             return AuthorizeResult(
                 enterprise_id=enterprise_id, team_id=me.team_id, bot_id=me.bot_id,
-                bot_user_id=me.user_id, bot_token=self._bot_token,
+                bot_user_id=me.user_id, bot_token=self._access.token,
             )  # fmt: skip
 
         return AsyncApp(
@@ -241,24 +215,18 @@ class SlackChannel(BaseChannel):
         return self._intake_open
 
     @override
-    async def stop_intake(self) -> None:
-        await super().stop_intake()
+    async def _stop_receiving(self) -> None:
         if self._link is not None:
             link, self._link = self._link, None
             await link.close()
 
-    async def aclose(self) -> None:
-        self._stop_taking_events()
-        await self._close_resources()
-
-    async def _close_resources(self) -> None:
-        if self._link is not None:
-            link, self._link = self._link, None
-            await link.close()
+    @override
+    async def _disconnect(self) -> None:
+        await self._stop_receiving()
         await self._cancel_spawned()
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        if self._clients is not None:
+            clients, self._clients = self._clients, None
+            await clients.session.close()
 
     # ------------------------------------------------------------------ inbound
 
@@ -275,10 +243,10 @@ class SlackChannel(BaseChannel):
         return await to_aiohttp_response(response)
 
     async def _user_name(self, user_id: str) -> str | None:
-        if self._web is None:
+        if self._clients is None:
             return None
         with sdk_errors():
-            found = await self._web.users_info(user=user_id)
+            found = await self._clients.sends.users_info(user=user_id)
         user = found.get("user") or {}
         profile = user.get("profile") or {}
         name = profile.get("display_name") or profile.get("real_name") or user.get("name")
@@ -289,51 +257,28 @@ class SlackChannel(BaseChannel):
             self._spawn(self._out.mark_choice(click), "choice")
 
     async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
-        if self._session is None:
+        if self._clients is None:
             raise DownloadError("the Slack channel is not running")
-        access = FileAccess(token=self._bot_token, api_base_url=self._api, proxy=self._proxy)
-        return await fetch(self._session, attachment, access, max_bytes)
+        return await fetch(self._clients.session, attachment, self._access, max_bytes)
 
     # ------------------------------------------------------------------ outbound
 
-    def _outbound(self) -> Outbound:
-        if self._out is None:
-            raise TransientSendError("the Slack channel is not running")
-        return self._out
-
-    async def _guard(self, call: Awaitable[T]) -> T:
+    @override
+    def _auth_refused(self, exc: AuthFailed) -> None:
         """A refused token parks the channel until ``auth.test`` passes again."""
-        try:
-            return await call
-        except AuthFailed as exc:
-            self._health.auth_failed(str(exc))
-            self._auth_lost.set()
-            raise
+        super()._auth_refused(exc)
+        self._auth_lost.set()
 
     async def _recheck_auth(self) -> None:
         while True:
             await self._auth_lost.wait()
             await asyncio.sleep(AUTH_RECHECK_S)
-            if self._web is None:
+            if self._clients is None:
                 continue
             try:
-                await self._authenticate(self._web)
+                await self._authenticate(self._clients.sends)
             except ChannelError as exc:
                 logger.info("slack token still refused: %s", exc)
                 continue
             self._auth_lost.clear()
             self._health.connected()
-
-    async def send_text(self, message: OutboundText) -> SentRef:
-        return await self._guard(self._outbound().send_text(message))
-
-    @override
-    async def edit_text(self, edit: TextEdit) -> None:
-        await self._guard(self._outbound().edit_text(edit))
-
-    async def send_file(self, file: OutboundFile) -> SentRef:
-        return await self._guard(self._outbound().send_file(file))
-
-    @override
-    async def react(self, mark: ReactionMark) -> None:
-        await self._guard(self._outbound().react(mark))

@@ -29,7 +29,7 @@ def allowed_url(url: str, api_base_url: str) -> bool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileAccess:
-    """How this bot reaches Slack's files: its token, the API it belongs to, the proxy."""
+    """How this bot reaches Slack (its files too): its token, the API it belongs to, the proxy."""
 
     token: str
     api_base_url: str

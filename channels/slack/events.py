@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.response import BoltResponse
 
+from bot.delivery.bounded import RecentSet
 from bot.messages import InboundMessage
 from bot.ports import Publish
 from channels.slack.inbound import ChoiceClick, Json, Translator
@@ -43,22 +43,20 @@ class RecentKeys:
     """A bounded set of recently handled keys (LRU)."""
 
     def __init__(self, size: int = RECENT_KEYS) -> None:
-        self._size = size
-        self._keys: OrderedDict[str, None] = OrderedDict()
+        self._keys: RecentSet[str] = RecentSet(size)
 
     def claim(self, keys: Sequence[str]) -> bool:
         """Claim all ``keys`` unless one of them is already held."""
         if any(key in self._keys for key in keys):
             return False
         for key in keys:
-            self._keys[key] = None
-        while len(self._keys) > self._size:
-            self._keys.popitem(last=False)
+            if key not in self._keys:  # a key named twice keeps its first place
+                self._keys.add(key)
         return True
 
     def release(self, keys: Sequence[str]) -> None:
         for key in keys:
-            self._keys.pop(key, None)
+            self._keys.discard(key)
 
 
 class Listeners:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+
+from bot.delivery.bounded import RecentMap
 
 logger = logging.getLogger(__name__)
 
@@ -31,22 +32,15 @@ class UserNames:
 
     def __init__(self, lookup: UserLookup, *, size: int = CACHE_SIZE) -> None:
         self._lookup = lookup
-        self._size = size
-        self._cache: OrderedDict[str, str] = OrderedDict()
+        self._cache: RecentMap[str, str] = RecentMap(size)
 
     def known(self, user_id: str) -> str | None:
-        name = self._cache.get(user_id)
-        if name is not None:
-            self._cache.move_to_end(user_id)
-        return name
+        return self._cache.touch(user_id)
 
     def remember(self, user_id: str, name: str) -> None:
         if not name:
             return
-        self._cache[user_id] = name
-        self._cache.move_to_end(user_id)
-        while len(self._cache) > self._size:
-            self._cache.popitem(last=False)
+        self._cache.keep(user_id, name)
 
     async def resolve(self, user_ids: Iterable[str]) -> dict[str, str]:
         """Names for the ids that have one; unknown ids are simply absent."""

@@ -18,13 +18,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.delivery.bounded import RecentMap
 from bot.errors import InvalidRequest, MessageGone, SendError
 from bot.messages import (
     Button,
@@ -69,7 +69,7 @@ def rungs_for(mode: RenderMode) -> tuple[Rung, ...]:
 class Outbound:
     def __init__(self, web: AsyncWebClient) -> None:
         self._web = web
-        self._stages: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._stages: RecentMap[tuple[str, str], str] = RecentMap(STAGES_KEPT)
 
     async def send_text(self, message: OutboundText) -> SentRef:
         dest = message.destination
@@ -123,10 +123,8 @@ class Outbound:
         key = (mark.destination.chat_id, mark.message_id)
         name = REACTIONS[mark.reaction]
         await self._reaction("add", key, name)
-        previous = self._stages.pop(key, None)
-        self._stages[key] = name
-        while len(self._stages) > STAGES_KEPT:
-            self._stages.popitem(last=False)
+        previous = self._stages.get(key)
+        self._stages.keep(key, name)
         if previous is not None and previous != name:
             await self._reaction("remove", key, previous)
 
@@ -140,6 +138,9 @@ class Outbound:
             if isinstance(cause, SlackApiError) and error_code(cause) in IGNORED_REACTION_ERRORS:
                 return
             raise
+
+    async def show_typing(self, destination: Destination) -> None:
+        """Slack has no typing indicator for bots."""
 
     async def send_file(self, file: OutboundFile) -> SentRef:
         data = await asyncio.to_thread(Path(file.path).read_bytes)

@@ -19,35 +19,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from telegram import Bot, BotCommand, Update
 from telegram import error as tg
-from telegram.request import HTTPXRequest
 from typing_extensions import override
 
 from bot.config.settings import Settings
-from bot.errors import AuthFailed, ChannelError, ConfigError, SendError, TransientSendError
-from bot.lifecycle import cancel_and_wait
-from bot.messages import (
-    Attachment,
-    Destination,
-    InboundMessage,
-    OutboundFile,
-    OutboundText,
-    Reaction,
-    ReactionMark,
-    SentRef,
-    TextEdit,
-)
+from bot.delivery.bounded import RecentSet
+from bot.errors import AuthFailed, ChannelError, ConfigError, SendError
+from bot.messages import Attachment, InboundMessage, Reaction
 from bot.ports import BotIdentity, ChannelCapabilities, ChannelContext, Publish, TextUnit
-from channels.base import BaseChannel
+from channels.base import PlatformChannel
 from channels.telegram.errors import redact, sdk_errors
 from channels.telegram.inbound import BotMe, to_inbound
 from channels.telegram.outbound import DOCUMENT_LIMIT, PHOTO_LIMIT, Outbound
-from channels.telegram.polling import ALLOWED_UPDATES, Poller
-from channels.telegram.request import BoundedRequest
+from channels.telegram.polling import ALLOWED_UPDATES, ExclusivePolling
+from channels.telegram.request import BotAccess
 from channels.telegram.webhook import WebhookReceiver
 
 logger = logging.getLogger(__name__)
@@ -60,19 +48,20 @@ TELEGRAM_CAPABILITIES = ChannelCapabilities(
     reactions=frozenset({Reaction.QUEUED}), typing=True,
     max_file_bytes=DOCUMENT_LIMIT, max_image_bytes=PHOTO_LIMIT,
     progress_interval_dm_s=1.0, progress_interval_group_s=3.0, per_chat_interval_s=1.0,
-    per_dm_interval_s=0.0, global_rate_per_s=30.0,
+    per_dm_interval_s=0.0, global_rate_per_s=30.0, group_messages_per_minute=20,
 )  # fmt: skip
 """Pacing as python-telegram-bot's own limiter: 30/s for the bot, about one message a second
-in a group (and ``GroupWindow``'s 20 a minute), private chats limited only bot-wide. Telegram
-says what it wants with 429 ``retry_after``, which blocks exactly that chat."""
+in a group (and at most 20 new messages a minute), private chats limited only bot-wide.
+Telegram says what it wants with 429 ``retry_after``, which blocks exactly that chat."""
 POLL_TIMEOUT_S = 10.0
 RECENT_UPDATES = 2048
 _COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 
 
-class TelegramChannel(BaseChannel):
+class TelegramChannel(PlatformChannel[Outbound]):
     name = "telegram"
     capabilities = TELEGRAM_CAPABILITIES
+    not_running = "the Telegram channel is not started"
 
     def __init__(
         self,
@@ -83,17 +72,13 @@ class TelegramChannel(BaseChannel):
         poll_timeout_s: float = POLL_TIMEOUT_S,
     ) -> None:
         """No I/O. ``capabilities`` replaces the pacing for benchmarks and tests on a fake."""
-        super().__init__()
+        super().__init__(context.health)
         block = settings.channels.telegram
-        if block.token is None or not block.token.get_secret_value():
-            raise ConfigError("channels.telegram.token: required when the channel is enabled")
-        self._token = block.token.get_secret_value()
-        self._api = block.api_base_url.rstrip("/")
-        self._in_flight = block.max_requests_in_flight
-        self._health = context.health
+        token = self._required(block.token, "channels.telegram.token")
+        self._access = BotAccess(
+            token=token, api=block.api_base_url.rstrip("/"), in_flight=block.max_requests_in_flight
+        )
         self._menu = context.commands
-        self._exclusive = context.exclusive
-        self._poll_timeout_s = poll_timeout_s
         if capabilities is not None:
             self.capabilities = capabilities
         self._webhook = block.webhook if block.mode == "webhook" else None
@@ -104,59 +89,45 @@ class TelegramChannel(BaseChannel):
                 self._webhook.secret_token.get_secret_value(), self._handle_webhook_json
             )
             context.routes.add_post(self._webhook.path, receiver.handle)
+        self._polling = ExclusivePolling(
+            self._handle_updates, context.health, context.exclusive,
+            timeout_s=poll_timeout_s, secret=token,
+        )  # fmt: skip
         self._bot: Bot | None = None
         self._me: BotMe | None = None
-        self._out: Outbound | None = None
-        self._poller: Poller | None = None
-        self._poll_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
-        self._recent: OrderedDict[int, None] = OrderedDict()
+        self._recent: RecentSet[int] = RecentSet(RECENT_UPDATES)
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _new_bot(self) -> Bot:
-        return Bot(
-            self._token,
-            base_url=f"{self._api}/bot",
-            base_file_url=f"{self._api}/file/bot",
-            request=BoundedRequest(self._in_flight, read_timeout=15.0, write_timeout=15.0),
-            get_updates_request=HTTPXRequest(connection_pool_size=2, read_timeout=10.0),
-        )
-
     async def probe(self) -> str:
         """``getMe`` for ``switchboard check --online``; raises ``AuthFailed``/``ChannelError``."""
-        bot = self._new_bot()
+        bot = self._access.new_bot()
         try:
-            me = await self._connect(bot)
+            me = await self._initialize(bot)
         finally:
             await bot.shutdown()
         return f"@{me.username} (id {me.user_id})"
 
-    async def start(self, publish: Publish) -> None:
-        bot = self._new_bot()
-        try:
-            me = await self._connect(bot)
-            await self._register_commands(bot)
-            self._bot, self._me, self._out = bot, me, Outbound(bot, secret=self._token)
-            self._identity = BotIdentity(user_id=me.account_id, usernames=frozenset({me.username}))
-            self._publish = publish
-            self._open_intake()
-            if self._webhook is not None:
-                await self._start_webhook(bot)
-            else:
-                await self._start_polling(bot)
-        except BaseException:
-            self._intake_open = False
-            self._bot = self._out = None
-            await bot.shutdown()
-            raise
+    @override
+    async def _connect(self, publish: Publish) -> None:
+        bot = self._bot = self._access.new_bot()
+        me = await self._initialize(bot)
+        await self._register_commands(bot)
+        self._me, self._out = me, Outbound(bot, secret=self._access.token)
+        self._identity = BotIdentity(user_id=me.account_id, usernames=frozenset({me.username}))
+        self._open_intake()
+        if self._webhook is not None:
+            await self._start_webhook(bot)
+        else:
+            await self._start_polling(bot)
         self._health.connected()
         mode = "webhook" if self._webhook else "polling"
         logger.info("telegram connected as @%s (%s mode)", me.username, mode)
 
-    async def _connect(self, bot: Bot) -> BotMe:
+    async def _initialize(self, bot: Bot) -> BotMe:
         try:
-            with sdk_errors(self._token):
+            with sdk_errors(self._access.token):
                 await bot.initialize()
         except AuthFailed:
             raise
@@ -173,7 +144,7 @@ class TelegramChannel(BaseChannel):
             if _COMMAND_NAME.fullmatch(c.name)
         ]
         try:
-            with sdk_errors(self._token):
+            with sdk_errors(self._access.token):
                 await bot.set_my_commands(commands)
         except AuthFailed:
             raise
@@ -183,7 +154,7 @@ class TelegramChannel(BaseChannel):
     async def _start_webhook(self, bot: Bot) -> None:
         assert self._webhook is not None  # noqa: S101 - webhook mode only
         try:
-            with sdk_errors(self._token):
+            with sdk_errors(self._access.token):
                 await bot.set_webhook(
                     url=self._webhook.url,
                     secret_token=self._webhook.secret_token.get_secret_value(),
@@ -196,56 +167,21 @@ class TelegramChannel(BaseChannel):
 
     async def _start_polling(self, bot: Bot) -> None:
         try:
-            with sdk_errors(self._token):
+            with sdk_errors(self._access.token):
                 await bot.delete_webhook(drop_pending_updates=False)
         except AuthFailed:
             raise
         except SendError as exc:
             raise ChannelError(f"deleteWebhook failed: {exc}") from exc
-        self._poller = Poller(
-            bot, self._handle_updates, self._health,
-            timeout_s=self._poll_timeout_s, secret=self._token,
-        )  # fmt: skip
-        self._poll_task = asyncio.create_task(
-            self._poll_exclusively(self._poller, bot.id), name="channel:telegram:poll"
-        )
-
-    async def _poll_exclusively(self, poller: Poller, bot_id: int) -> None:
-        """getUpdates allows one consumer per bot: among replicas of one store, poll only
-        while holding the bot's exclusive name; the others stand by (still sending) and one
-        takes over within about a second of the holder's death (design §11 "replicas")."""
-        name = f"telegram:{bot_id}:getUpdates"
-        while True:
-            async with self._exclusive(name) as hold:
-                polling = asyncio.create_task(poller.run(), name="channel:telegram:getUpdates")
-                lost = asyncio.create_task(hold.wait_lost(), name="channel:telegram:hold")
-                try:
-                    await asyncio.wait({polling, lost}, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    for task in (polling, lost):
-                        task.cancel()
-                    await asyncio.gather(polling, lost, return_exceptions=True)
-                error = polling.exception() if not polling.cancelled() else None
-                if error is not None:
-                    raise error
-                logger.warning("telegram: lost the getUpdates hold; waiting to hold it again")
+        self._polling.start(bot)
 
     @override
-    async def stop_intake(self) -> None:
-        await super().stop_intake()
-        await self._stop_polling()
+    async def _stop_receiving(self) -> None:
+        await self._polling.stop()
 
-    async def _stop_polling(self) -> None:
-        task, self._poll_task = self._poll_task, None
-        if task is None:
-            return
-        await cancel_and_wait(task)
-        if self._poller is not None:
-            await self._poller.confirm()
-
-    async def aclose(self) -> None:
-        self._stop_taking_events()
-        await self._stop_polling()
+    @override
+    async def _disconnect(self) -> None:
+        await self._stop_receiving()
         if self._background:
             _, late = await asyncio.wait(self._background, timeout=5.0)
             for task in late:
@@ -311,9 +247,8 @@ class TelegramChannel(BaseChannel):
         return await self._handle_update(update)
 
     def _remember(self, update_id: int) -> None:
-        self._recent[update_id] = None
-        while len(self._recent) > RECENT_UPDATES:
-            self._recent.popitem(last=False)
+        if update_id not in self._recent:  # a redelivered update keeps its first place
+            self._recent.add(update_id)
 
     def _answer_soon(self, query_id: str) -> None:
         """Stop the button's spinner without holding up the next update."""
@@ -328,33 +263,13 @@ class TelegramChannel(BaseChannel):
         try:
             await bot.answer_callback_query(query_id)
         except tg.TelegramError as exc:
-            logger.info("answerCallbackQuery failed: %s", redact(exc.message, self._token))
+            logger.info("answerCallbackQuery failed: %s", redact(exc.message, self._access.token))
 
     # ------------------------------------------------------------------ outbound
 
-    @property
-    def _outbound(self) -> Outbound:
-        if self._out is None:
-            raise TransientSendError("the Telegram channel is not started")
-        return self._out
-
-    async def send_text(self, message: OutboundText) -> SentRef:
-        return await self._outbound.send_text(message)
-
     @override
-    async def edit_text(self, edit: TextEdit) -> None:
-        await self._outbound.edit_text(edit)
-
-    async def send_file(self, file: OutboundFile) -> SentRef:
-        return await self._outbound.send_file(file)
-
-    @override
-    async def react(self, mark: ReactionMark) -> None:
-        await self._outbound.react(mark)
-
-    @override
-    async def show_typing(self, destination: Destination) -> None:
-        await self._outbound.show_typing(destination)
+    def _auth_refused(self, exc: AuthFailed) -> None:
+        """Not reported from a send: the poller reports a refused token (and parks)."""
 
     async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
-        return await self._outbound.download(attachment, max_bytes=max_bytes)
+        return await self._outbound().download(attachment, max_bytes=max_bytes)

@@ -23,7 +23,9 @@ from telegram import Bot, Update
 from telegram import error as tg
 
 from bot.backoff import Backoff
+from bot.lifecycle import cancel_and_wait
 from bot.ports import ChannelHealth
+from bot.ports.channel import Exclusive
 from channels.telegram.errors import redact, retry_after_seconds
 
 logger = logging.getLogger(__name__)
@@ -117,3 +119,56 @@ class Poller:
             self.offset = updates[handled - 1].update_id + 1
         if handled < len(updates):
             await asyncio.sleep(REFUSED_PAUSE_S)
+
+
+class ExclusivePolling:
+    """The channel's polling task: a ``Poller`` run only while this daemon holds the bot's
+    exclusive name; ``stop`` cancels it and confirms what was handled."""
+
+    def __init__(
+        self, handle: UpdatesHandler, health: ChannelHealth, exclusive: Exclusive, *,
+        timeout_s: float, secret: str,
+    ) -> None:  # fmt: skip
+        self._handle = handle
+        self._health = health
+        self._exclusive = exclusive
+        self._timeout_s = timeout_s
+        self._secret = secret
+        self._poller: Poller | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self, bot: Bot) -> None:
+        self._poller = Poller(
+            bot, self._handle, self._health, timeout_s=self._timeout_s, secret=self._secret
+        )
+        self._task = asyncio.create_task(
+            self._poll_exclusively(self._poller, bot.id), name="channel:telegram:poll"
+        )
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        await cancel_and_wait(task)
+        if self._poller is not None:
+            await self._poller.confirm()
+
+    async def _poll_exclusively(self, poller: Poller, bot_id: int) -> None:
+        """getUpdates allows one consumer per bot: among replicas of one store, poll only
+        while holding the bot's exclusive name; the others stand by (still sending) and one
+        takes over within about a second of the holder's death (design §11 "replicas")."""
+        name = f"telegram:{bot_id}:getUpdates"
+        while True:
+            async with self._exclusive(name) as hold:
+                polling = asyncio.create_task(poller.run(), name="channel:telegram:getUpdates")
+                lost = asyncio.create_task(hold.wait_lost(), name="channel:telegram:hold")
+                try:
+                    await asyncio.wait({polling, lost}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for task in (polling, lost):
+                        task.cancel()
+                    await asyncio.gather(polling, lost, return_exceptions=True)
+                error = polling.exception() if not polling.cancelled() else None
+                if error is not None:
+                    raise error
+                logger.warning("telegram: lost the getUpdates hold; waiting to hold it again")

@@ -13,7 +13,9 @@ Only calls through the bot's request object are bounded; ``getUpdates`` has its 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
+from telegram import Bot
 from telegram._utils.defaultvalue import DEFAULT_NONE
 from telegram._utils.types import ODVInput
 from telegram.request import HTTPXRequest, RequestData
@@ -46,3 +48,21 @@ class BoundedRequest(HTTPXRequest):
                 url, method, request_data, read_timeout, write_timeout, connect_timeout,
                 pool_timeout,
             )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BotAccess:
+    """How to reach the Bot API: the token, the server and the bound on calls in flight."""
+
+    token: str
+    api: str
+    in_flight: int
+
+    def new_bot(self) -> Bot:
+        return Bot(
+            self.token,
+            base_url=f"{self.api}/bot",
+            base_file_url=f"{self.api}/file/bot",
+            request=BoundedRequest(self.in_flight, read_timeout=15.0, write_timeout=15.0),
+            get_updates_request=HTTPXRequest(connection_pool_size=2, read_timeout=10.0),
+        )
