@@ -47,9 +47,14 @@ CREDENTIAL_CODES = frozenset({
     "Forbidden.AccessDenied.AccessTokenPermissionDenied",
 })  # fmt: skip
 PER_SECOND_ERRCODES = frozenset({90018, 90002})
-PER_MINUTE_ERRCODES = frozenset({90005, 90006, 41047, 41048, 130101, 88})
-"""130101: a robot sent more than 20 messages a minute into one chat; the others are the
-per-minute API quotas. Waiting a full minute is the smallest wait that surely helps."""
+PER_MINUTE_ERRCODES = frozenset({90005, 90006, 41047, 41048, 88})
+"""The per-minute API quotas: waiting a full minute is the smallest wait that surely helps."""
+SEND_TOO_FAST = 130101
+"""A robot sent more than 20 messages a minute into one chat ("send too fast"). The chat's
+minute is what is full, not the app's quota: a session-webhook send is sent again through the
+OpenAPI at once (``ChatThrottled``); elsewhere it waits ``CHAT_THROTTLE_S`` (plus the
+outbox's jitter), the group pace that keeps a chat within 20 a minute, not a whole minute."""
+CHAT_THROTTLE_S = 3.0
 SESSION_EXPIRED_ERRCODES = frozenset({300001, 300005, 310000})
 NOT_IN_CHAT_MARKERS = ("notingroup", "not.in.group", "robotnotingroup", "nopermission")
 TARGET_MARKERS = ("notexist", "notfound", "invaliduserid", "invalidstaffid", "staffid")
@@ -66,6 +71,10 @@ class DingTalkApiError(Exception):
         self.status = status
         self.code = code
         self.message = message
+
+
+class ChatThrottled(RateLimited):
+    """Too many robot messages into one chat this minute (``SEND_TOO_FAST``)."""
 
 
 class SessionExpired(InvalidRequest):
@@ -127,6 +136,8 @@ def translate(  # noqa: PLR0911 - one decision table
         return RateLimited(label, retry_after=retry_after(headers, PER_SECOND_S))
     if errcode in PER_SECOND_ERRCODES:
         return RateLimited(label, retry_after=retry_after(headers, PER_SECOND_S))
+    if errcode == SEND_TOO_FAST:
+        return ChatThrottled(label, retry_after=retry_after(headers, CHAT_THROTTLE_S))
     if errcode in PER_MINUTE_ERRCODES:
         return RateLimited(label, retry_after=retry_after(headers, PER_MINUTE_S))
     if status == 401 or code in CREDENTIAL_CODES or errcode in CREDENTIAL_ERRCODES | TOKEN_ERRCODES:

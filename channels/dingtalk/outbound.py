@@ -3,7 +3,8 @@
 - A reply (``reply_to`` set) goes to the chat's newest session webhook that is still valid,
   as ``markdown`` (``text`` for the plain rung), and ``at`` the member who asked when in a
   group. A webhook that answers "expired" is marked dead and the same message goes through
-  the OpenAPI instead.
+  the OpenAPI instead; one that answers "send too fast" (130101: the chat's 20 a minute) has
+  sent nothing, so the message goes through the OpenAPI at once rather than after a wait.
 - Everything else, and every reply once the webhook is gone (after a restart, or ~90 minutes
   later), goes through the OpenAPI with the app token: ``oToMessages/batchSend`` for a 1:1 chat
   (addressed by the member's staff id, the chat id), ``groupMessages/send`` for a group.
@@ -38,7 +39,7 @@ from bot.messages import (
 )
 from channels.dingtalk.api import Oapi, OpenApi, dumps, post_session
 from channels.dingtalk.cards import Cards, card_id
-from channels.dingtalk.errors import PER_MINUTE_S, Json, SessionExpired
+from channels.dingtalk.errors import PER_MINUTE_S, ChatThrottled, Json, SessionExpired
 from channels.dingtalk.render import dingtalk_markdown, title_of
 from channels.dingtalk.sessions import SessionBook
 
@@ -103,6 +104,8 @@ class Outbound:
                 except SessionExpired:
                     logger.info("dingtalk session webhook expired early; using the OpenAPI")
                     await self._book.expired(webhook)
+                except ChatThrottled:  # refused, so nothing was sent: the OpenAPI's own quota
+                    logger.info("dingtalk session webhook throttled the chat; using the OpenAPI")
                 else:
                     return SentRef(message_ids=(f"session:{uuid.uuid4().hex}",))
         key, param = _template(message)

@@ -62,12 +62,28 @@ async def test_a_rate_limit_is_retried_into_exactly_one_answer(tmp_path: Path) -
             fake.rate_limit("/v1.0/robot/*", times=2)
             fake.push_message("limited", sender_staff_id=ALICE, session_ttl_s=-1)
             await wait_text(fake, ALICE, "echo: limited")
-            # a per-minute limit waits a minute unless DingTalk says otherwise; here it does
+            # the session webhook's "send too fast": the same answer through the OpenAPI
             fake.rate_limit("/robot/sendBySession", style="body", retry_after_s=0.2)
             fake.push_message("limited again", sender_staff_id=ALICE)
             await wait_text(fake, ALICE, "echo: limited again")
             await run.settle()
         assert texts(fake, ALICE) == ["echo: limited", "echo: limited again"]
+
+
+async def test_a_chat_throttled_on_the_session_webhook_is_answered_through_the_openapi(
+    tmp_path: Path,
+) -> None:
+    """130101 ("send too fast") refused the reply, so it goes out through the OpenAPI, whose
+    quota is its own, at once: once, not after a minute (and no Retry-After is sent)."""
+    with FakeDingTalk() as fake:
+        agent = FakeAgent()
+        async with dingtalk_daemon(dingtalk_settings(tmp_path, fake), fake, agent) as run:
+            fake.rate_limit("/robot/sendBySession", style="body")
+            fake.push_message("too fast", sender_staff_id=ALICE)
+            await wait_text(fake, ALICE, "echo: too fast")
+            await run.settle()
+        assert texts(fake, ALICE) == ["echo: too fast"]
+        assert [m.via for m in fake.sent_messages(ALICE)] == ["otom"]
 
 
 async def test_server_errors_are_retried_and_a_revoked_token_refetched(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from bot.errors import (
     TransientSendError,
 )
 from bot.messages import AttachmentKind, ChatType
-from channels.dingtalk.errors import SessionExpired, failure
+from channels.dingtalk.errors import ChatThrottled, SessionExpired, failure
 from channels.dingtalk.inbound import decode
 from channels.dingtalk.render import dingtalk_markdown, title_of
 
@@ -137,7 +137,8 @@ def test_the_title_is_the_first_line_without_markdown_marks() -> None:
     [
         (429, {"code": "Throttling.Api", "message": "slow down"}, RateLimited),
         (403, {"code": "Forbidden.AccessDenied.QpsLimitForApi"}, RateLimited),
-        (200, {"errcode": 130101, "errmsg": "send too fast"}, RateLimited),
+        (200, {"errcode": 130101, "errmsg": "send too fast"}, ChatThrottled),
+        (200, {"errcode": 90006, "errmsg": "minute quota"}, RateLimited),
         (200, {"errcode": 300001, "errmsg": "session expired"}, SessionExpired),
         (401, {"code": "InvalidAuthentication"}, AuthFailed),
         (200, {"errcode": 40089, "errmsg": "bad appkey"}, AuthFailed),
@@ -155,11 +156,14 @@ def test_refusals_are_translated_at_the_boundary(
     assert type(error) is kind
 
 
-def test_a_per_minute_limit_waits_a_minute_and_retry_after_wins() -> None:
-    per_minute = failure(200, {"errcode": 130101}, {})
+def test_a_per_minute_quota_waits_a_minute_a_full_chat_seconds_and_retry_after_wins() -> None:
+    per_minute = failure(200, {"errcode": 90006}, {})
+    chat_full = failure(200, {"errcode": 130101}, {})
     told = failure(429, {"code": "Throttling"}, {"Retry-After": "7"})
     assert isinstance(per_minute, RateLimited)
     assert per_minute.retry_after == 60.0
+    assert isinstance(chat_full, ChatThrottled)
+    assert chat_full.retry_after == 3.0
     assert isinstance(told, RateLimited)
     assert told.retry_after == 7.0
     assert failure(200, {"errcode": 0, "errmsg": "ok"}, {}) is None
