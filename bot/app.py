@@ -22,6 +22,7 @@ from typing import cast
 
 from bot.config.settings import Settings
 from bot.config.store import StoreBackend
+from bot.delivery.budget import SendBudget
 from bot.errors import ConfigError, InstanceLocked, StoreError
 from bot.exit_codes import EXIT_CONFIG, EXIT_OK, EXIT_TEMPFAIL
 from bot.hub import ChannelHub
@@ -160,11 +161,24 @@ class Daemon:
             await self.http.start()
             stack.push_async_callback(self.http.aclose)
             await heartbeat.beat()  # live, as the others see it, before taking work over
+            await self._share_send_budget(heartbeat, store, kernel)
             await kernel.prepare()
             logger.info("agent: %s", agent.description)
             await self._serve(kernel, reloader, channels)
         logger.info("stopped" if self.exit_status == EXIT_OK else "stopped after a failure")
         return self.exit_status
+
+    async def _share_send_budget(
+        self, heartbeat: ReplicaHeartbeat, store: Store, kernel: Kernel
+    ) -> None:
+        """Replicas of one store keep one budget per bot (``bot/delivery/budget.py``): this
+        one's part is taken now and again after every heartbeat."""
+        budget = SendBudget(
+            store.leases, kernel.limiter, replica_id=heartbeat.replica.id,
+            expiry_s=lambda: self.settings.daemon.replica_expiry_s,
+        )  # fmt: skip
+        await budget.refresh()
+        heartbeat.after_beat.append(budget.refresh)
 
     async def _open_store(self, stack: AsyncExitStack) -> Store:
         store = self.options.overrides.store

@@ -8,7 +8,7 @@ Pacing costs nothing while nothing is at risk:
   python-telegram-bot's own limiter).
 - **Per bot**: ``global_rate_per_s`` with a burst of one second's worth (a GCRA, as the
   leaky bucket python-telegram-bot uses): a quiet bot sends at once, a busy one is held to the
-  rate on average.
+  rate on average. Replicas of one store each keep their ``share`` of it (``set_share``).
 - **Progress never holds a final back.** Finals, command replies and notices wait for their
   slot. Progress (a placeholder, a streaming edit) is throttled by its own interval
   (``ProgressStream``) and only goes when its chat is free *now* and the bot-wide budget has
@@ -49,14 +49,23 @@ MINUTE_S = 60.0
 class _Pace:
     group_interval_s: float
     dm_interval_s: float
-    global_interval_s: float
-    burst_s: float
+    rate_per_s: float
+    """The bot's documented rate, for all replicas together."""
+    global_interval_s: float = 0.0
+    burst_s: float = 0.0
     """How far ahead of the steady rate the bot may run: one second's worth of sends."""
     group_per_minute: int | None = None
     """New messages a bot may post in one group per minute; ``None``: no such cap."""
     tat: float = 0.0
     """The bot's theoretical arrival time (GCRA): sends are at the rate while ``tat`` is at
     most ``burst_s`` ahead of now."""
+
+    def take_share(self, share: float) -> None:
+        """This process's part of the bot-wide rate (``RateLimiter.share``)."""
+        rate = self.rate_per_s * share
+        self.global_interval_s = 1.0 / rate if rate > 0 else 0.0
+        interval = self.global_interval_s
+        self.burst_s = max(0.0, 1.0 - interval) if interval > 0 else 0.0
 
 
 class _Minutes:
@@ -96,6 +105,19 @@ class RateLimiter:
         self._next_chat: Until[DestinationKey, float] = Until(clock)
         """When each chat may send next; chats whose time has passed are forgotten."""
         self._minutes = _Minutes(clock)
+        self._share = 1.0
+
+    @property
+    def share(self) -> float:
+        return self._share
+
+    def set_share(self, share: float) -> None:
+        """Replicas on one store send for one bot: each keeps ``share`` of every bot-wide rate
+        (``bot/delivery/budget.py``), so together they stay within the platform's limit. Per
+        chat paces are not shared: a chat is sent to by the one replica holding it."""
+        self._share = min(1.0, max(share, 0.0))
+        for pace in self._paces.values():
+            pace.take_share(self._share)
 
     def configure(
         self,
@@ -108,11 +130,12 @@ class RateLimiter:
     ) -> None:
         """``per_chat_interval_s`` paces group chats, ``per_dm_interval_s`` private ones;
         ``group_messages_per_minute`` caps the new messages per group chat and minute."""
-        interval = 1.0 / global_rate_per_s if global_rate_per_s > 0 else 0.0
-        burst = max(0.0, 1.0 - interval) if interval > 0 else 0.0
-        self._paces[channel] = _Pace(
-            per_chat_interval_s, per_dm_interval_s, interval, burst, group_messages_per_minute
-        )
+        pace = _Pace(
+            per_chat_interval_s, per_dm_interval_s, max(global_rate_per_s, 0.0),
+            group_per_minute=group_messages_per_minute,
+        )  # fmt: skip
+        pace.take_share(self._share)
+        self._paces[channel] = pace
 
     def reserve(self, key: DestinationKey, *, group: bool, new_message: bool = True) -> float:
         """Take the next slot for a send to ``key``; the seconds to wait for it (0: go now).

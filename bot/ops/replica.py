@@ -18,7 +18,7 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Final
 
@@ -90,6 +90,8 @@ class ReplicaHeartbeat:
         self.interval_s = heartbeat_interval(expiry_s)
         self.beats = 0
         """Heartbeats written so far (for tests and logs)."""
+        self.after_beat: list[Callable[[], Awaitable[None]]] = []
+        """Run after each heartbeat of ``run`` (the shared send budget's refresh)."""
 
     async def register(self) -> None:
         """Record this replica as live, and forget replicas silent for a day."""
@@ -119,6 +121,8 @@ class ReplicaHeartbeat:
         ``register`` and this loop must not make the replica look gone to the others."""
         while True:
             await self.beat()
+            for then in self.after_beat:
+                await then()
             await asyncio.sleep(self.interval_s)
 
     async def deregister(self) -> None:

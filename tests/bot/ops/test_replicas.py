@@ -222,3 +222,22 @@ async def test_two_daemons_on_one_postgresql_schema_know_each_other(tmp_path: Pa
             await eventually(b_sees_it, within=1.0)
         async with PostgresStore(url, schema=schema) as after:
             assert await after.replicas.live(utc_now(), EXPIRY_S) == []  # both deregistered
+
+
+async def test_replicas_on_one_store_share_the_bot_wide_send_budget(tmp_path: Path) -> None:
+    """The second replica takes its part at start, the first gives it up at its next beat."""
+    url = require_postgres()
+    async with fresh_schema(url) as schema:
+        store = {"url": url, "schema": schema}
+        daemon = {"replica_expiry_s": 3}
+        first = make_settings(tmp_path / "a", store=store, daemon={"replica_id": "a", **daemon})
+        second = make_settings(tmp_path / "b", store=store, daemon={"replica_id": "b", **daemon})
+        async with running(first, [FakeChannel()], FakeAgent()) as a:
+            assert a.kernel.limiter.share == 1.0  # alone
+            async with running(second, [FakeChannel()], FakeAgent()) as b:
+                assert b.kernel.limiter.share == 0.5
+
+                async def halved() -> bool:
+                    return a.kernel.limiter.share == 0.5
+
+                await eventually(halved, within=10.0)
