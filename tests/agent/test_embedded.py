@@ -171,19 +171,28 @@ async def test_a_cancelled_run_leaves_the_thread_usable(
     assert roles(fake_model.requests[1]) == ["system", "user", "user"]
 
 
+async def _killed_during(
+    settings: Settings, fake_model: FakeOpenAIServer, text: str, *, requests: int = 1
+) -> str:
+    """A daemon that stops dead (its backend gone) once the model got ``requests`` calls for
+    ``text``'s turn; returns the thread, left as the checkpoints had it."""
+    async with EmbeddedBackend(settings) as first:
+        thread = await first.create_thread()
+        task = asyncio.create_task(collect(first.run(thread, turn(text))))
+        await received(fake_model, requests)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    return thread
+
+
 async def test_a_turn_rerun_after_a_crash_shows_the_model_its_message_once(
     settings: Settings, fake_model: FakeOpenAIServer
 ) -> None:
     """Killed while the model thinks: the checkpoint holds the user's message; recovery runs
     the same turn again, and the model must see it once, not twice."""
     fake_model.script(Hang(), Reply(text="the answer"))
-    async with EmbeddedBackend(settings) as first:
-        thread = await first.create_thread()
-        task = asyncio.create_task(collect(first.run(thread, turn("what is 6 x 7?"))))
-        await received(fake_model, 1)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+    thread = await _killed_during(settings, fake_model, "what is 6 x 7?")
 
     async with EmbeddedBackend(settings) as second:
         answer = final(await collect(second.run(thread, turn("what is 6 x 7?"))))
@@ -200,13 +209,7 @@ async def test_a_rerun_merged_with_queued_messages_adds_only_what_the_checkpoint
     """Killed while the model streams with two messages queued: recovery merges the three into
     one turn. The checkpoint already holds the first; the model sees it once, then the others."""
     fake_model.script(Hang(), Reply(text="the answer"))
-    async with EmbeddedBackend(settings) as first:
-        thread = await first.create_thread()
-        task = asyncio.create_task(collect(first.run(thread, turn("M061"))))
-        await received(fake_model, 1)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+    thread = await _killed_during(settings, fake_model, "M061")
 
     async with EmbeddedBackend(settings) as second:
         answer = final(await collect(second.run(thread, turn("M061\n\nM062\n\nM063"))))
@@ -223,13 +226,7 @@ async def test_a_rerun_killed_after_a_tool_step_continues_from_the_checkpoint(
     tool's result instead of showing the model the user's message a second time."""
     write = ToolCall(name="write_file", arguments={"path": "a.txt", "content": "A"}, id="c_w")
     fake_model.script(Reply(tool_calls=(write,)), Hang(), Reply(text="written"))
-    async with EmbeddedBackend(settings) as first:
-        thread = await first.create_thread()
-        task = asyncio.create_task(collect(first.run(thread, turn("write a"))))
-        await received(fake_model, 2)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+    thread = await _killed_during(settings, fake_model, "write a", requests=2)
 
     async with EmbeddedBackend(settings) as second:
         answer = final(await collect(second.run(thread, turn("write a"))))
