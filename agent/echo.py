@@ -39,6 +39,12 @@ class EchoBackend:
     async def start(self) -> None:
         """Nothing to open."""
 
+    def warm(self) -> None:
+        """Nothing to load."""
+
+    async def ready(self) -> None:
+        """Always ready."""
+
     async def create_thread(self) -> str:
         return uuid.uuid4().hex
 

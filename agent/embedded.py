@@ -118,6 +118,12 @@ class EmbeddedBackend(StartClose):
             if checkpoints is not None:
                 await checkpoints.aclose()
 
+    def warm(self) -> None:
+        """Nothing loads lazily: ``start`` opened everything."""
+
+    async def ready(self) -> None:
+        """Ready once started."""
+
     async def create_thread(self) -> str:
         return uuid.uuid4().hex
 

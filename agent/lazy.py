@@ -4,8 +4,9 @@ LangGraph, LangChain and the OpenAI client take about a second to import and som
 hold: a daemon that has not answered anything yet needs neither. ``LazyEmbeddedBackend`` is what
 the registry gives as ``embedded``: it starts at once, imports ``agent.embedded`` in a worker
 thread (so the event loop keeps serving) when the first thread is run, opens it there, and
-hands every call on to it. A failure to open (the checkpoint database unreachable) fails that
-turn with a clear error and is tried again by the next one.
+hands every call on to it. Crash recovery that requeued turns loads it at once (``warm``), so
+their re-runs need not wait for it. A failure to open (the checkpoint database unreachable)
+fails that turn with a clear error and is tried again by the next one.
 """
 
 from __future__ import annotations
@@ -64,14 +65,27 @@ class LazyEmbeddedBackend:
         module = await asyncio.to_thread(importlib.import_module, EMBEDDED_MODULE)
         return cast(_Probing, module.EmbeddedBackend(self._settings))
 
+    def warm(self) -> None:
+        """Begin the load in the background unless it is done or under way."""
+        if self._backend is None and not self._closed:
+            self._loading()
+
+    async def ready(self) -> None:
+        await self._opened()
+
+    def _loading(self) -> asyncio.Task[_Probing]:
+        """The load under way, started if there is none (first use, or the last one failed)."""
+        if self._load is None or self._load.done():
+            self._load = asyncio.create_task(self._open(), name="agent:load")
+            self._load.add_done_callback(_observed)
+        return self._load
+
     async def _opened(self) -> _Probing:
         if self._backend is not None:
             return self._backend
         if self._closed:
             raise AgentError("The agent is stopping.", detail="LazyEmbeddedBackend closed")
-        if self._load is None or self._load.done():  # first use, or the last load failed
-            self._load = asyncio.create_task(self._open(), name="agent:load")
-        return await asyncio.shield(self._load)
+        return await asyncio.shield(self._loading())
 
     async def _open(self) -> _Probing:
         backend = await self._new()
@@ -105,12 +119,20 @@ class LazyEmbeddedBackend:
         return await (await self._new()).probe()
 
     async def aclose(self) -> None:
-        """Close the backend, after a load under way has finished (so nothing it opens is
-        left open)."""
+        """Close the backend; a load under way is cancelled and awaited first (``_open``
+        closes what it had opened)."""
         self._closed = True
         load, self._load = self._load, None
         if load is not None:
+            load.cancel()
             await asyncio.gather(load, return_exceptions=True)
         backend, self._backend = self._backend, None
         if backend is not None:
             await backend.aclose()
+
+
+def _observed(load: asyncio.Task[_Probing]) -> None:
+    """Retrieve a failed load's error: a warm load nobody awaited must not leave it
+    "never retrieved" (``_open`` logged it; the next turn loads again)."""
+    if not load.cancelled():
+        load.exception()

@@ -154,6 +154,12 @@ class RemoteBackend(StartClose):
         await self.start()
         return f"{self._url} answers; assistant {self._assistant_id} found"
 
+    def warm(self) -> None:
+        """Nothing to load: the server runs the graph."""
+
+    async def ready(self) -> None:
+        """Ready once started (the server answers for itself)."""
+
     async def create_thread(self) -> str:
         client = self._require_client()
         try:

@@ -140,8 +140,8 @@ def fault_kill9(phase: Phase) -> None:
     kills: list[dict[str, Any]] = []
     for moment in moments:
         phase.wait_until(moment)
-        # a daemon killed again before its recovered turns could run gives them up by design
-        # (one re-run per message, design §11); ``min_uptime_s`` lets them run first
+        # a message whose agent run is under way at three kills is given up by design (the
+        # poison-message guard, design §11); ``min_uptime_s`` lets re-runs make progress first
         time.sleep(max(0.0, phase.ready_at + phase.options.min_uptime_s - time.monotonic()))
         in_flight = phase.wait_in_flight(timeout_s=5.0)
         at = round(time.monotonic() - phase.traffic.started_at, 2)

@@ -144,6 +144,12 @@ class InstantAgent:
     async def aclose(self) -> None:
         """Nothing to close."""
 
+    def warm(self) -> None:
+        """Nothing to load."""
+
+    async def ready(self) -> None:
+        """Always ready."""
+
     async def create_thread(self) -> str:
         return f"b{time.monotonic_ns()}"
 

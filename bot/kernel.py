@@ -79,7 +79,7 @@ class Kernel:
             await self.ownership.sweep(fresh_start=True)
             return
         await self.placeholders.collect()
-        await recover(self.store, self.bus, self.notify, self.outbox.submit)
+        await recover(self.store, self.bus, self.notify, self.outbox.submit, warm=self.agent.warm)
 
     def recovery_loops(self) -> list[tuple[str, Loop]]:
         """The deferred part of crash recovery, one loop per channel with left placeholders
@@ -147,6 +147,7 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     ownership = ChatOwnership(
         store, bus, outbox, placeholders, replica_id=replica_id,
         expiry_s=lambda: settings().daemon.replica_expiry_s, notify=notify, submit=outbox.submit,
+        warm=agent.warm,
         rebalancer=Rebalancer(
             store.leases, replica_id=replica_id,
             expiry_s=lambda: settings().daemon.replica_expiry_s,

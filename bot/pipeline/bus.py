@@ -21,6 +21,8 @@ class Accepted:
     message: InboundMessage
     correlation_id: str
     recovered: bool = False
+    interrupted: int = 0
+    """Crashes counted against the message so far (its agent run was under way, design §11)."""
 
 
 class BusClosed(Exception):

@@ -14,7 +14,7 @@ by the next message, a new topic anchored at a message.
   messages journaled for this replica's chats, and the chats of replicas that are gone (killed,
   or stopped with work left) with their unfinished messages and pending outbox rows, are taken.
   What a gone replica had in hand is recovered as a restart recovers it (design §11): an answer
-  already recorded is delivered, a started turn runs again once with the resuming notice, the
+  already recorded is delivered, a started turn runs again with the resuming notice, the
   placeholders it left are finished or withdrawn; the chat's outbox rows wait meanwhile.
 - **Rebalancing** (``bot/pipeline/rebalance.py``, in the same loop): a replica above its
   fair share hands idle chats to less loaded ones.
@@ -68,6 +68,7 @@ class ChatOwnership:
         submit: Submit,
         rebalancer: Rebalancer,
         on_taken: Callable[[Collection[ChatRef]], None] = lambda _chats: None,
+        warm: Callable[[], None] = lambda: None,
     ) -> None:
         self._leases = store.leases
         self._bus = bus
@@ -75,7 +76,7 @@ class ChatOwnership:
         self._placeholders = placeholders
         self.replica_id = replica_id
         self._expiry_s = expiry_s
-        self._recover_left = functools.partial(recover, store, bus, notify, submit)
+        self._recover_left = functools.partial(recover, store, bus, notify, submit, warm=warm)
         self.rebalancer = rebalancer
         self._on_taken = on_taken
         """Told of chats taken from another replica (what this process cached of them is old)."""

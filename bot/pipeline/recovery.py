@@ -1,9 +1,11 @@
 """Crash recovery at startup (design §11): nothing the daemon accepted is silently lost.
 
 For each journaled message whose turn did not complete: if its answer was already recorded
-in the outbox, the outbox delivers it; otherwise the turn runs again — once, with a short
-"resuming after restart" notice if it had started. A turn that was already re-run once gets
-an apology instead of a third attempt.
+in the outbox, the outbox delivers it; otherwise the turn runs again, with a short "resuming
+after restart" notice if it had started. The poison-message guard: a message whose own agent
+run (model call or tool) was under way at ``MAX_INTERRUPTED_RUNS`` crashes gets an apology
+instead of another attempt; a crash while it was queued, merged, waiting for the agent's load
+or downloading uploads does not count (``TurnMark``).
 
 Placeholders the crashed process left are finished here, never left "thinking": one that
 was sent is edited to say the turn was interrupted and the answer follows (the re-run streams
@@ -29,7 +31,7 @@ from bot.hub import ChannelHub, ChannelState
 from bot.messages import OutboundKind, OutboundText, TextEdit, utc_now
 from bot.pipeline.bus import Accepted, InboundBus
 from bot.pipeline.sessions import Sessions
-from bot.pipeline.turns import RESUMED_PREFIX, TURN_PREFIX
+from bot.pipeline.turn_marks import MAX_INTERRUPTED_RUNS, TurnMark
 from bot.ports import ChannelCapabilities, Store
 from bot.records import ChatRef, InboundStatus, JournalEntry, OutboxItem, OutboxRow, OutboxState
 
@@ -52,12 +54,10 @@ PENDING_SCAN = 10_000
 """How many pending rows the start-up scan for left placeholders reads (newest first)."""
 
 
-def _turn_correlation(entry: JournalEntry) -> str:
-    reason = entry.reason or ""
-    for prefix in (RESUMED_PREFIX, TURN_PREFIX):
-        if reason.startswith(prefix):
-            return reason[len(prefix) :]
-    return entry.correlation_id
+def _turn_mark(entry: JournalEntry) -> TurnMark:
+    """The entry's mark; one never given to a turn (accepted) is its own turn, not begun."""
+    mark = TurnMark.parse(entry.reason) if entry.status is InboundStatus.RUNNING else None
+    return mark or TurnMark(turn=entry.correlation_id, agent_started=False)
 
 
 async def _answer_recorded(store: Store, correlation_id: str) -> bool:
@@ -218,47 +218,51 @@ def _chat_of(row: OutboxRow) -> ChatRef:
     return ChatRef(destination.channel, destination.account_id, destination.chat_id)
 
 
-async def recover(
+async def recover(  # noqa: PLR0913 - what a recovery touches
     store: Store,
     bus: InboundBus,
     notify: Notify,
     submit: Submit,
     entries: Sequence[JournalEntry] | None = None,
+    *,
+    warm: Callable[[], None] = lambda: None,
 ) -> int:
     """Requeue unfinished messages (the whole journal's, or ``entries``: those a replica took
-    over from one that is gone); returns how many will run again."""
+    over from one that is gone); returns how many will run again. ``warm`` (the agent's) is
+    called if any will, so their runs need not wait for the agent to load."""
     requeued = 0
     interrupted: set[str] = set()
     resumed: set[str] = set()
     for entry in await store.inbound.unfinished() if entries is None else entries:
-        if await _answer_recorded(store, _turn_correlation(entry)):
+        mark = _turn_mark(entry)
+        if await _answer_recorded(store, mark.turn):
             await store.inbound.update(entry.id, InboundStatus.HANDLED, reason="answer recorded")
             continue
-        started = entry.status is InboundStatus.RUNNING
-        turn = _turn_correlation(entry)
+        started, turn = entry.status is InboundStatus.RUNNING, mark.turn
         if started and turn not in interrupted:
             interrupted.add(turn)
             await finish_placeholders(store, turn, submit)
-        if (entry.reason or "").startswith(RESUMED_PREFIX):
+        left = mark.after_crash()
+        if left.interrupted >= MAX_INTERRUPTED_RUNS:
             await notify(entry, GAVE_UP_NOTICE, "recovery-gave-up")
-            await store.inbound.update(
-                entry.id, InboundStatus.FAILED, reason="failed after restart"
-            )
+            reason = f"failed after restart: its run was interrupted {left.interrupted} times"
+            await store.inbound.update(entry.id, InboundStatus.FAILED, reason=reason)
             continue
+        if left != mark:  # this crash counted: remember it before the re-run
+            await store.inbound.update(entry.id, InboundStatus.RUNNING, reason=left.encode())
         if started and turn not in resumed:  # one notice per interrupted turn
             resumed.add(turn)
             await notify(entry, RESUMING_NOTICE, "recovery")
         bus.put_recovered(
             Accepted(
-                entry_id=entry.id,
-                message=entry.message,
-                correlation_id=entry.correlation_id,
-                recovered=started,
+                entry_id=entry.id, message=entry.message, correlation_id=entry.correlation_id,
+                recovered=started, interrupted=left.interrupted,
             )
-        )
+        )  # fmt: skip
         requeued += 1
     if requeued:
         logger.info("recovery: %d unfinished message(s) requeued", requeued)
+        warm()
     return requeued
 
 

@@ -29,6 +29,7 @@ from bot.metrics import Counters
 from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.lanes import CancelReason, CancelToken, TurnRequest
 from bot.pipeline.sessions import Sessions
+from bot.pipeline.turn_marks import TurnMark
 from bot.pipeline.uploads import save_uploads
 from bot.ports import (
     AgentBackend,
@@ -45,11 +46,6 @@ from bot.workspace import ThreadWorkspace
 logger = logging.getLogger(__name__)
 
 WORKSPACES_REMEMBERED = 4096
-
-TURN_PREFIX = "turn "
-RESUMED_PREFIX = "resumed turn "
-"""Journal reasons of running entries: which turn (correlation id) answers them, and
-whether it is already the one re-run allowed after a restart (design §11)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,14 +103,7 @@ class TurnRunner:
             return
         replies = self._replies(channel, request, conversation, conversation)
         ctx = replies.ctx
-        for item in request.items:
-            # A message's own history counts: a fresh one merged with a recovered one has
-            # not been interrupted yet, so a crash now gives it its one re-run (design §11).
-            prefix = RESUMED_PREFIX if item.recovered else TURN_PREFIX
-            await self._store.inbound.update(
-                item.entry_id, InboundStatus.RUNNING, reason=f"{prefix}{ctx.correlation_id}",
-                key=request.key, thread_id=conversation,
-            )  # fmt: skip
+        await self._mark_turn(request, ctx.correlation_id, agent_started=False, thread=conversation)
         outcome = "ok"
         self._counters.runs_active.inc()
         try:
@@ -172,7 +161,6 @@ class TurnRunner:
             workspace=workspace, thread_id=ctx.thread_id,
         )  # fmt: skip
         await self._react(replies, Reaction.WORKING)
-        stream.start()
         try:
             return await self._consume(scope, turn)
         except asyncio.CancelledError:
@@ -203,6 +191,9 @@ class TurnRunner:
         final: FinalAnswer | None = None
         try:
             async with asyncio.timeout(timeout_s):
+                await self._agent.ready()  # a crash while it loads does not count (design §11)
+                await self._mark_turn(scope.request, scope.replies.ctx.correlation_id)
+                scope.stream.start()  # progress shows once the agent run begins
                 async with contextlib.aclosing(self._agent.run(scope.thread_id, turn)) as events:
                     async for event in events:
                         if isinstance(event, TextDelta):
@@ -291,6 +282,29 @@ class TurnRunner:
         if request.items:
             waited = (utc_now() - request.items[0].message.received_at).total_seconds()
             self._counters.first_reply_seconds.observe(max(0.0, waited))
+
+    async def _mark_turn(
+        self,
+        request: TurnRequest,
+        correlation_id: str,
+        *,
+        agent_started: bool = True,
+        thread: str | None = None,
+    ) -> None:
+        """Say in the journal which turn answers the request's messages and whether its agent
+        run began (``TurnMark``). Each message keeps its own count of crashes: a fresh one
+        merged with a recovered one has none. Issued together, the updates go to the store as
+        one statement (SQLite batches them into one ``executemany``)."""
+        await asyncio.gather(*(
+            self._store.inbound.update(
+                item.entry_id, InboundStatus.RUNNING, key=request.key, thread_id=thread,
+                reason=TurnMark(
+                    turn=correlation_id, agent_started=agent_started,
+                    interrupted=item.interrupted,
+                ).encode(),
+            )
+            for item in request.items
+        ))  # fmt: skip
 
     async def _mark(
         self,

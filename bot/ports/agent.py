@@ -84,6 +84,19 @@ class AgentBackend(Protocol):
         """Open what the backend needs (checkpointer, HTTP client); called once."""
         ...
 
+    def warm(self) -> None:
+        """Begin loading what runs need, in the background, so that the next run does not
+        wait for it (crash recovery calls it when it requeued turns, design §11). The load is
+        a task of the backend's own, ended by ``aclose``; a no-op where nothing loads lazily
+        or the load is done."""
+        ...
+
+    async def ready(self) -> None:
+        """Return once a run can start without loading anything first (loading as ``warm``
+        does if needed; cancelling the caller leaves the load running). Raises
+        ``AgentError`` if the load failed. A turn's agent run begins after this (§11)."""
+        ...
+
     async def create_thread(self) -> str: ...
 
     def run(self, thread_id: str, turn: Turn) -> AsyncGenerator[AgentEvent, None]: ...

@@ -59,6 +59,12 @@ class FakeAgent:
     async def aclose(self) -> None:
         self.closed = True
 
+    def warm(self) -> None:
+        """Nothing to load."""
+
+    async def ready(self) -> None:
+        """Always ready."""
+
     async def create_thread(self) -> str:
         if self.thread_failures:
             raise self.thread_failures.pop(0)

@@ -26,6 +26,12 @@ class ScriptedAgent:
     async def aclose(self) -> None:
         """Nothing to close."""
 
+    def warm(self) -> None:
+        """Nothing to load."""
+
+    async def ready(self) -> None:
+        """Always ready."""
+
     async def create_thread(self) -> str:
         self._count += 1
         return f"s{self._count}"

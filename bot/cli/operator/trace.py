@@ -23,7 +23,7 @@ from bot.cli.operator.output import (
     table,
     when,
 )
-from bot.pipeline.turns import RESUMED_PREFIX, TURN_PREFIX
+from bot.pipeline.turn_marks import TurnMark
 from bot.ports import Store
 from bot.records import DeliveryAttempt, InboundStatus, JournalEntry, OutboxRow, OutboxState
 
@@ -50,11 +50,10 @@ class MessageTrace:
 
 
 def answering_turn(reason: str | None) -> str | None:
-    """The correlation id in a ``turn <id>`` / ``resumed turn <id>`` journal reason."""
-    for prefix in (RESUMED_PREFIX, TURN_PREFIX):
-        if reason is not None and reason.startswith(prefix):
-            return reason.removeprefix(prefix)
-    return None
+    """The correlation id in a ``turn <id>`` journal reason (``TurnMark``: also ``waiting
+    turn <id>``, with or without ``interrupted=N``, and the older ``resumed turn <id>``)."""
+    mark = TurnMark.parse(reason)
+    return None if mark is None else mark.turn
 
 
 async def trace_message(store: Store, message_id: str, channel: str | None) -> list[MessageTrace]:

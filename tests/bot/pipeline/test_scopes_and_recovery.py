@@ -23,6 +23,7 @@ from bot.pipeline.bus import Accepted, InboundBus
 from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import TurnRequest
 from bot.pipeline.sessions import destination_for
+from bot.pipeline.turn_marks import TurnMark
 from bot.ports import Admission, ChannelCapabilities
 from bot.records import InboundStatus
 from store.sqlite import SqliteStore
@@ -129,12 +130,16 @@ async def test_a_placeholder_left_by_the_crash_is_finished_not_left_thinking(
     assert edit.delivery.message_id == "b-old"
 
 
-async def test_turn_that_crashed_twice_gets_an_apology(tmp_path: Path) -> None:
+async def test_a_message_whose_run_was_interrupted_three_times_gets_an_apology(
+    tmp_path: Path,
+) -> None:
     settings = make_settings(tmp_path)
     await journal_running_turn(settings.state_dir, "cursed")
     async with SqliteStore.from_state_dir(settings.state_dir) as store:
         (entry,) = await store.inbound.find("fake", "1")
-        await store.inbound.update(entry.id, InboundStatus.RUNNING, reason="resumed turn corr1")
+        # In its agent run, after two crashes counted: this third one gives it up.
+        mark = TurnMark(turn="corr1", agent_started=True, interrupted=2)
+        await store.inbound.update(entry.id, InboundStatus.RUNNING, reason=mark.encode())
         # The first restart's "Resuming" notice: the apology must not be mistaken for it.
         await recorded_before_the_crash(
             store, "corr1/recovery/0", "🔄 Resuming after a restart…", OutboundKind.NOTICE,
@@ -201,9 +206,8 @@ async def test_a_batch_is_admitted_in_order_up_to_the_first_refusal(tmp_path: Pa
 async def test_a_fresh_message_merged_into_a_resumed_turn_keeps_its_one_rerun(
     tmp_path: Path,
 ) -> None:
-    """A recovered message and a new one that queued with it run as one turn. Only the
-    recovered one counts as resumed: a crash now must not give up the new one, which was never
-    interrupted (it still has its one re-run, design §11)."""
+    """A recovered message and a new one that queued with it run as one turn. Each keeps its
+    own count of interrupted runs: the new one was never interrupted (design §11)."""
     channel, agent = FakeChannel(), FakeAgent()
     async with running(make_settings(tmp_path), [channel], agent) as daemon:
         store = daemon.kernel.store
@@ -214,7 +218,13 @@ async def test_a_fresh_message_merged_into_a_resumed_turn_keeps_its_one_rerun(
         assert second is not None
         key = ConversationKey(channel="fake", chat_id="dm-alice")
         items = (
-            Accepted(entry_id=first, message=recovered, correlation_id="c1", recovered=True),
+            Accepted(
+                entry_id=first,
+                message=recovered,
+                correlation_id="c1",
+                recovered=True,
+                interrupted=1,
+            ),
             Accepted(entry_id=second, message=fresh, correlation_id="c2"),
         )
         release = agent.hold("new one")
@@ -224,5 +234,5 @@ async def test_a_fresh_message_merged_into_a_resumed_turn_keeps_its_one_rerun(
         reasons = [(await store.inbound.find("fake", m))[0].reason or "" for m in ("1", "2")]
         release.set()
         await channel.wait_text("echo: interrupted")
-    assert reasons[0].startswith("resumed turn ")
-    assert reasons[1].startswith("turn ")
+    assert TurnMark.parse(reasons[0]) == TurnMark(turn="c2", agent_started=True, interrupted=1)
+    assert TurnMark.parse(reasons[1]) == TurnMark(turn="c2", agent_started=True)
