@@ -21,8 +21,10 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-MAX_INTERRUPTED_RUNS: Final = 3
-"""A message whose agent run was interrupted by this many crashes is given up (apology)."""
+MAX_INTERRUPTED_RUNS: Final = 4
+"""A message whose agent run was interrupted by this many crashes is given up (apology). Four:
+a storm of three restarts (a deploy that restarts twice, then a crash) never costs a message
+whose run happened to be under way at each; one that kills the daemon itself costs four."""
 
 TURN_PREFIX: Final = "turn "
 WAITING_PREFIX: Final = "waiting turn "

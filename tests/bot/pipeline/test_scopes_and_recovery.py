@@ -23,7 +23,7 @@ from bot.pipeline.bus import Accepted, InboundBus
 from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import TurnRequest
 from bot.pipeline.sessions import destination_for
-from bot.pipeline.turn_marks import TurnMark
+from bot.pipeline.turn_marks import MAX_INTERRUPTED_RUNS, TurnMark
 from bot.ports import Admission, ChannelCapabilities
 from bot.records import InboundStatus
 from store.sqlite import SqliteStore
@@ -130,15 +130,15 @@ async def test_a_placeholder_left_by_the_crash_is_finished_not_left_thinking(
     assert edit.delivery.message_id == "b-old"
 
 
-async def test_a_message_whose_run_was_interrupted_three_times_gets_an_apology(
+async def test_a_message_whose_run_was_interrupted_four_times_gets_an_apology(
     tmp_path: Path,
 ) -> None:
     settings = make_settings(tmp_path)
     await journal_running_turn(settings.state_dir, "cursed")
     async with SqliteStore.from_state_dir(settings.state_dir) as store:
         (entry,) = await store.inbound.find("fake", "1")
-        # In its agent run, after two crashes counted: this third one gives it up.
-        mark = TurnMark(turn="corr1", agent_started=True, interrupted=2)
+        # In its agent run, after three crashes counted: this fourth one gives it up.
+        mark = TurnMark(turn="corr1", agent_started=True, interrupted=MAX_INTERRUPTED_RUNS - 1)
         await store.inbound.update(entry.id, InboundStatus.RUNNING, reason=mark.encode())
         # The first restart's "Resuming" notice: the apology must not be mistaken for it.
         await recorded_before_the_crash(
