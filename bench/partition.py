@@ -55,13 +55,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import psycopg
-from psycopg import sql
-
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench import partition_watch as watch  # noqa: E402
 from bench.netns import Forwarder, Network, problem  # noqa: E402
 from bench.partition_fleet import (  # noqa: E402
     HealthBalancer,
@@ -75,22 +73,17 @@ from bench.partition_fleet import (  # noqa: E402
 )
 from bench.replicas_fleet import log_findings  # noqa: E402
 from bench.replicas_load import (  # noqa: E402
-    CURSOR,
     ClosedLoop,
     Lost,
     PromptModel,
-    answered,
     score,
 )
 from bench.replicas_store import check_server, fresh_schema, leases, replica_ids  # noqa: E402
-from bench.soak_model import MARKER  # noqa: E402
 from tests.fakes.telegram_api import FakeTelegram  # noqa: E402
 
 PHASES = ("partition", "stall")
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 EXIT_INTERRUPTED = 130
-QUIET_S = 2.0
-"""A phase is over once its chats had no new bot call for this long and nothing is pending."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,9 +126,9 @@ class Cleanup:
         left = self.network.leftovers() if self.network is not None else []
         running = [r.name for r in self.replicas if r.alive()]
         tag = self.network.tag if self.network is not None else None
+        schema_left = self.schema is not None and watch.schema_exists(store_url, self.schema)
         return {"tag": tag, "network_left": left, "processes_left": running,
-                "schema_left": self.schema is not None and _schema_exists(store_url, self.schema),
-                "clean": not left and not running}  # fmt: skip
+                "schema_left": schema_left, "clean": not left and not running}  # fmt: skip
 
 
 def run_partition(options: Options, work: Path, cleanup: Cleanup) -> dict[str, Any]:
@@ -183,8 +176,8 @@ def run_partition(options: Options, work: Path, cleanup: Cleanup) -> dict[str, A
         results["exit_codes"] = {r.name: list(r.exit_codes) for r in replicas}
         for name, chats in chat_sets.items():
             results[name]["score"] = score(fake, chats, 0, options.messages)
-            results[name]["left_placeholder_samples"] = _left_placeholders(fake, chats)
-            results[name]["shown_twice"] = twice = _shown_twice(fake, chats)
+            results[name]["left_placeholder_samples"] = watch.left_placeholders(fake, chats)
+            results[name]["shown_twice"] = twice = watch.shown_twice(fake, chats)
             figures = results[name]["score"]
             results[name]["duplicated_as_seen"] = int(figures["duplicated"]) + len(twice)
         results["logs"] = log_findings(list(replicas))
@@ -209,7 +202,7 @@ def _phase(  # noqa: PLR0913 - what one phase works on
     running: list[str] = []
 
     def turning() -> bool:
-        running[:] = _running(url, schema, owner, chats)
+        running[:] = watch.running(url, schema, owner, chats)
         return bool(running) or time.monotonic() > give_up
 
     load.run(stall_s=60, deadline=deadline, until=turning)
@@ -234,7 +227,7 @@ def _phase(  # noqa: PLR0913 - what one phase works on
         load.run(stall_s=options.expiry_s + 60, deadline=deadline)
     except Lost as exc:
         error = str(exc)
-    settled = _settle(fake, url, schema, chats, time.monotonic() + options.settle_s)
+    settled = watch.settle(fake, url, schema, chats, time.monotonic() + options.settle_s)
     after = leases(url, schema)
     found: dict[str, Any] = {
         "victim": victim.name, "victim_chats": len(held), "turns_running_at_fault": running,
@@ -270,81 +263,6 @@ def _names(replicas: list[NsReplica], url: str, schema: str, owners: list[str]) 
     by_pid = {r.pid: r.name for r in replicas if r.pid is not None}
     names = {rid: by_pid.get(pid, rid) for pid, rid in replica_ids(url, schema).items()}
     return [names.get(owner, owner) for owner in owners]
-
-
-def _query(url: str, statement: sql.SQL | sql.Composed, *args: object) -> list[tuple[Any, ...]]:
-    with psycopg.connect(url, connect_timeout=10, autocommit=True) as conn:
-        return list(conn.execute(statement, args).fetchall())
-
-
-def _running(url: str, schema: str, owner: str, chats: list[int]) -> list[str]:
-    """The questions whose turns ``owner`` is running, of ``chats``."""
-    statement = sql.SQL(
-        "SELECT message->>'text' FROM {}.inbound"
-        " WHERE status = 'running' AND owner = %s AND chat_id = ANY(%s)"
-    ).format(sql.Identifier(schema))
-    rows = _query(url, statement, owner, [str(c) for c in chats])
-    return sorted(str(text).split()[0] for (text,) in rows if text)
-
-
-def _backlog(url: str, schema: str, chats: list[int]) -> int:
-    """Unfinished journal entries and pending outbox rows of ``chats``."""
-    ids = [str(c) for c in chats]
-    statement = sql.SQL(
-        "SELECT (SELECT count(*) FROM {schema}.inbound WHERE chat_id = ANY(%s)"
-        " AND status IN ('accepted', 'running'))"
-        " + (SELECT count(*) FROM {schema}.outbox WHERE chat_id = ANY(%s) AND state = 'pending')"
-    ).format(schema=sql.Identifier(schema))
-    return int(_query(url, statement, ids, ids)[0][0])
-
-
-def _settle(fake: FakeTelegram, url: str, schema: str, chats: list[int], until: float) -> bool:
-    """Waits until nothing is pending for ``chats`` and they had no bot call for ``QUIET_S``
-    (late answers of a replica that lost its chats arrive here); False past ``until``."""
-    wanted = {str(c) for c in chats}
-    while time.monotonic() < until:
-        last = max((c.at for c in fake.calls() if str(c.params.get("chat_id")) in wanted),
-                   default=0.0)  # fmt: skip
-        if time.monotonic() - last >= QUIET_S and _backlog(url, schema, chats) == 0:
-            return True
-        time.sleep(0.25)
-    return False
-
-
-def _left_placeholders(fake: FakeTelegram, chats: list[int], limit: int = 4) -> list[str]:
-    """Bot messages of ``chats`` still showing the streaming cursor: a placeholder whose final
-    edit never came (users see it beside the answer)."""
-    found = [
-        f"chat {chat} #{m.get('message_id')}: {str(m.get('text'))[:60]!r}"
-        for chat in chats
-        for m in fake.chat_messages(chat)
-        if str(m.get("text") or "").endswith(CURSOR)
-    ]
-    return found[:limit]
-
-
-def _shown_twice(fake: FakeTelegram, chats: list[int]) -> list[str]:
-    """Questions whose answer stands in a chat twice: once as the final answer and once in a
-    placeholder left with the cursor (its stream reached the answer's text, its final edit never
-    came). Users read both, so they count as duplicates as seen."""
-    found: set[str] = set()
-    for chat in chats:
-        final = set(answered(fake, chat))
-        for message in fake.chat_messages(chat):
-            text = str(message.get("text") or "")
-            if text.endswith(CURSOR):
-                found.update(m for m in _markers(text) if m in final)
-    return sorted(found)
-
-
-def _markers(text: str) -> list[str]:
-    return [f"q{chat}-{index}" for chat, index in MARKER.findall(text)]
-
-
-def _schema_exists(url: str, schema: str) -> bool:
-    statement = sql.SQL("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s")
-    rows = _query(url, statement, schema)
-    return bool(rows)
 
 
 def ok(report: dict[str, Any], phases: tuple[str, ...]) -> bool:
