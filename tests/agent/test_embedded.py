@@ -219,17 +219,23 @@ async def test_a_rerun_merged_with_queued_messages_adds_only_what_the_checkpoint
     assert users == ["M061", "M062\n\nM063"]
 
 
-async def test_a_rerun_killed_after_a_tool_step_continues_from_the_checkpoint(
-    settings: Settings, fake_model: FakeOpenAIServer
+async def test_a_rerun_stopped_after_a_tool_step_continues_from_the_checkpoint(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer
 ) -> None:
-    """Killed after a tool ran, while the model was called again: the re-run goes on from the
-    tool's result instead of showing the model the user's message a second time."""
+    """Stopped after a tool ran, while the model was called again, then run again with the same
+    message (as recovery does): it goes on from the tool's result instead of showing the model
+    the user's message a second time. In-process, as the thread's checkpoints are the same as
+    after a kill and no second connection waits for the first one's last write."""
     write = ToolCall(name="write_file", arguments={"path": "a.txt", "content": "A"}, id="c_w")
     fake_model.script(Reply(tool_calls=(write,)), Hang(), Reply(text="written"))
-    thread = await _killed_during(settings, fake_model, "write a", requests=2)
+    thread = await backend.create_thread()
+    task = asyncio.create_task(collect(backend.run(thread, turn("write a"))))
+    await received(fake_model, 2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
-    async with EmbeddedBackend(settings) as second:
-        answer = final(await collect(second.run(thread, turn("write a"))))
+    answer = final(await collect(backend.run(thread, turn("write a"))))
 
     assert answer.text == "written"
     assert roles(fake_model.requests[2]) == ["system", "user", "assistant", "tool"]
