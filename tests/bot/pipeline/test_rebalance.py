@@ -6,11 +6,7 @@ the turn is done, and every message afterwards is answered once, in order, by th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -19,48 +15,13 @@ from pydantic import ValidationError
 
 from bot.messages import OutboundKind
 from bot.pipeline.rebalance import fair_share_moves
-from store.postgres import PostgresStore
-from tests.bot.harness import Running, make_settings, running
-from tests.fakes.agent import FakeAgent
-from tests.fakes.channel import FakeChannel, dm
+from tests.bot.harness import make_settings
+from tests.bot.pipeline.replica_support import Side, replica
+from tests.fakes.channel import dm
 from tests.fakes.common.waiting import eventually
-from tests.postgres import fresh_schema, require_postgres
 
 WITHIN_S = 20.0
 """Bound on a move: the quiet time after a chat's last message, then a sweep (about 1 s)."""
-
-
-@dataclass(kw_only=True)
-class Side:
-    channel: FakeChannel
-    agent: FakeAgent
-    run: Running
-
-    @property
-    def replica_id(self) -> str:
-        return self.run.kernel.ownership.replica_id
-
-    async def held(self) -> int:
-        return await self.run.kernel.store.leases.held(self.replica_id)
-
-
-@pytest.fixture
-async def schema() -> AsyncIterator[tuple[str, str]]:
-    url = require_postgres()
-    async with fresh_schema(url) as name:
-        yield url, name
-
-
-@asynccontextmanager
-async def replica(
-    tmp_path: Path, name: str, schema: tuple[str, str], **sections: Any
-) -> AsyncIterator[Side]:
-    url, schema_name = schema
-    settings = make_settings(tmp_path / name, store={"url": url, "schema": schema_name}, **sections)
-    channel, agent = FakeChannel(), FakeAgent()
-    store = PostgresStore.from_url(url, schema=schema_name)
-    async with running(settings, [channel], agent, store=store) as run:
-        yield Side(channel=channel, agent=agent, run=run)
 
 
 async def owners(schema: tuple[str, str]) -> dict[str, str]:

@@ -5,46 +5,11 @@ that stops cleanly leaves its queued work to the other, which answers it at once
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from bot.records import InboundStatus
-from store.postgres import PostgresStore
-from tests.bot.harness import Running, make_settings, running
-from tests.fakes.agent import FakeAgent
-from tests.fakes.channel import FakeChannel, dm, queued_reaction_on
-from tests.postgres import fresh_schema, require_postgres
-
-
-@dataclass(kw_only=True)
-class Side:
-    channel: FakeChannel
-    agent: FakeAgent
-    run: Running
-
-
-@pytest.fixture
-async def schema() -> AsyncIterator[tuple[str, str]]:
-    url = require_postgres()
-    async with fresh_schema(url) as name:
-        yield url, name
-
-
-@asynccontextmanager
-async def replica(
-    tmp_path: Path, name: str, schema: tuple[str, str], **sections: Any
-) -> AsyncIterator[Side]:
-    url, schema_name = schema
-    settings = make_settings(tmp_path / name, store={"url": url, "schema": schema_name}, **sections)
-    channel, agent = FakeChannel(), FakeAgent()
-    store = PostgresStore.from_url(url, schema=schema_name)
-    async with running(settings, [channel], agent, store=store) as run:
-        yield Side(channel=channel, agent=agent, run=run)
+from tests.bot.pipeline.replica_support import replica
+from tests.fakes.channel import dm, queued_reaction_on
 
 
 async def test_a_message_reaching_the_other_replica_is_queued_behind_the_holders_turn(
