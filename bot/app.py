@@ -179,6 +179,7 @@ class Daemon:
         )  # fmt: skip
         await budget.refresh()
         heartbeat.after_beat.append(budget.refresh)
+        heartbeat.after_beat.append(kernel.fence.verify)  # a stall is noticed within a beat
 
     async def _open_store(self, stack: AsyncExitStack) -> Store:
         store = self.options.overrides.store

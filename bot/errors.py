@@ -30,6 +30,11 @@ class InstanceLocked(StoreError):
     """Another Switchboard process holds the state directory."""
 
 
+class ChatLost(BotError):
+    """This replica's lease on the chat is gone (another replica took the chat over while it
+    stalled): what it was doing for the chat is dropped, the new holder does it (design §11)."""
+
+
 class AgentError(BotError):
     """An agent run failed; ``reason`` is what the user is told (design §6)."""
 

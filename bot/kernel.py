@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from bot.commands import CommandRegistry, default_registry
 from bot.config.settings import Settings
 from bot.delivery.attempt import RetryPolicy
+from bot.delivery.fence import ChatFence
 from bot.delivery.outbox import Outbox
 from bot.delivery.ratelimit import RateLimiter
 from bot.hub import ChannelHub, ChannelState
@@ -59,6 +60,8 @@ class Kernel:
     """The chats this replica serves, on a store several share (design §11 "replicas")."""
     notify: Notify
     """Tells a chat that its turn is resumed or lost after a crash or a takeover."""
+    fence: ChatFence
+    """Keeps this replica from acting for chats another took over (design §11 "replicas")."""
 
     def add_channel(self, channel: Channel) -> None:
         """A channel the daemon starts with (it starts in state ``starting``)."""
@@ -128,9 +131,10 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     limiter = RateLimiter()
     hub.listeners.append(functools.partial(_count_reconnects, counters))
     bus = InboundBus(current.daemon.inbound_queue_size)
+    fence = ChatFence(store.leases, replica_id, counters.replicas.fenced)
     outbox = Outbox(
         store, hub, limiter, counters, RetryPolicy(max_attempts=current.daemon.outbox_max_attempts),
-        holder=replica_id if shared else None,
+        holder=replica_id if shared else None, fence=fence,
     )  # fmt: skip
     sessions = Sessions(settings, store, agent, lambda name: _threads(hub, name))
     clarifications = Clarifications(store, lambda: settings().conversations.clarification_ttl_s)
@@ -138,9 +142,11 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
         TurnDeps(
             settings=settings, store=store, agent=agent, hub=hub, sessions=sessions,
             outbox=outbox, limiter=limiter, clarifications=clarifications, counters=counters,
+            fence=fence,
         )
     )  # fmt: skip
     lanes = Lanes(runner, current.agent.max_concurrent_runs)
+    fence.on_lost += [lanes.drop_chats, clarifications.forget_chats]
     commands = default_registry()
     placeholders = LeftPlaceholders(store, outbox, hub)
     notify = notice_sender(outbox.submit, sessions, hub.capabilities_of)
@@ -152,8 +158,9 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
             store.leases, replica_id=replica_id,
             expiry_s=lambda: settings().daemon.replica_expiry_s,
             moves_per_sweep=lambda: settings().daemon.rebalance_moves,
-            moved=counters.replicas.chats_rebalanced,
+            moved=counters.replicas.chats_rebalanced, fence=fence,
         ),
+        fence=fence,
         on_taken=clarifications.forget_chats,
     )  # fmt: skip
     router = Router(
@@ -171,7 +178,7 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
         sessions=sessions, commands=commands, counters=counters,
         housekeeping=Housekeeping(settings, store, hub, outbox, clarifications),
         clarifications=clarifications, limiter=limiter,
-        placeholders=placeholders, ownership=ownership, notify=notify,
+        placeholders=placeholders, ownership=ownership, notify=notify, fence=fence,
     )  # fmt: skip
 
 

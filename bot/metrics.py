@@ -48,6 +48,13 @@ class ReplicaMetrics:
             "Idle chats this replica handed to a less loaded replica (design §11).",
             registry=registry,
         )
+        self.fenced = Counter(
+            "switchboard_fenced",
+            "Chats this replica found it had lost to another (a stall past the lease expiry),"
+            " by what found it out: send, progress, commit, claim or verify (design §11).",
+            ["what"],
+            registry=registry,
+        )
 
 
 class Counters:

@@ -6,7 +6,7 @@ importing the store.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
@@ -230,3 +230,15 @@ class Adoption:
     others: dict[ChatRef, str]
     """Chats another live replica holds, with its id: their messages are that replica's."""
     entries: tuple[AdoptedEntry, ...]
+    tokens: dict[ChatRef, int] = field(default_factory=dict)
+    """Each held chat's fencing token (``LeaseFence``); empty where chats are not leased."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseFence:
+    """A replica's grant of one chat: the writes it makes for the chat hold only while the
+    chat's lease still names this owner with this token (a later grant has a larger one)."""
+
+    replica: str
+    chat: ChatRef
+    token: int

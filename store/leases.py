@@ -48,6 +48,13 @@ class SqliteLeaseStore(LeaseStore):
         return 0
 
     @override
+    async def tokens(
+        self, replica: str, chats: Collection[ChatRef] | None = None
+    ) -> dict[ChatRef, int]:
+        """No leases, so no tokens: nothing fences this store's one daemon."""
+        return {}
+
+    @override
     async def release(self, replica: str) -> int:
         return 0
 

@@ -20,9 +20,16 @@ from typing import Final
 
 from typing_extensions import override
 
-from bot.errors import StoreError
+from bot.errors import ChatLost, StoreError
 from bot.ports import OutboxStore
-from bot.records import DeliveryAttempt, InboundStatus, OutboxItem, OutboxRow, OutboxState
+from bot.records import (
+    DeliveryAttempt,
+    InboundStatus,
+    LeaseFence,
+    OutboxItem,
+    OutboxRow,
+    OutboxState,
+)
 from store.codec import encode_delivery
 from store.dialect import Backend, Session
 from store.rows import (
@@ -40,6 +47,18 @@ _HELD: Final = (
     " AND l.account_id = outbox.account_id AND l.chat_id = outbox.chat_id AND l.owner = ?)"
 )
 """Only rows of chats the replica given holds (where chats are leased: ``chat_leases``)."""
+_GUARD: Final = (
+    " WHERE EXISTS (SELECT 1 FROM chat_leases l WHERE l.channel = ? AND l.account_id = ?"
+    " AND l.chat_id = ? AND l.owner = ? AND l.token = ? FOR SHARE)"
+)
+"""A write's fence (``LeaseFence``): the chat's lease still names the owner with the token.
+The lease row is locked for the rest of the transaction, so a takeover of the chat waits
+for the write (and then sees what it wrote) instead of racing it."""
+
+
+def _fence(fence: LeaseFence) -> tuple[object, ...]:
+    chat = fence.chat
+    return (chat.channel, chat.account_id, chat.chat_id, fence.replica, fence.token)
 
 
 class SqlOutboxStore(OutboxStore):
@@ -62,7 +81,11 @@ class SqlOutboxStore(OutboxStore):
 
     @override
     async def enqueue_rows(
-        self, items: Sequence[OutboxItem], *, finishes: Sequence[int] = ()
+        self,
+        items: Sequence[OutboxItem],
+        *,
+        finishes: Sequence[int] = (),
+        fence: LeaseFence | None = None,
     ) -> list[OutboxRow]:
         """Insert all items in one transaction; returns each item's row as it now stands.
 
@@ -70,30 +93,48 @@ class SqlOutboxStore(OutboxStore):
         item whose idempotency key exists already is read back. ``finishes`` rides on the
         first row's insert (its trigger marks those entries handled); when that row existed
         already (a resumed turn, another replica was first), they are marked by a statement
-        of their own.
+        of their own. ``fence`` guards the first row's insert (the lease row it reads is locked
+        to the end of the transaction, so a takeover waits for the rows, or they for it).
         """
         now = self._db.now()
+        if not self._dialect.chat_leases:
+            fence = None  # one daemon per store: every chat is its own
         done = self._dialect.array(finishes) if finishes else None
         if not items:
             if done is not None:
-                await self._finish(self._db, done, now)
+                async with self._db.transaction() as tx:
+                    await self._fenced(tx, fence)
+                    await self._finish(tx, done, now)
             return []
         if len(items) == 1:  # one INSERT is atomic on its own: spare the BEGIN and COMMIT
-            return await self._record(self._db, items, now, done)
+            return await self._record(self._db, items, now, done, fence)
         async with self._db.transaction() as tx:
-            return await self._record(tx, items, now, done)
+            return await self._record(tx, items, now, done, fence)
 
     async def _record(
-        self, tx: Session, items: Sequence[OutboxItem], now: datetime, finishes: object
+        self,
+        tx: Session,
+        items: Sequence[OutboxItem],
+        now: datetime,
+        finishes: object,
+        fence: LeaseFence | None,
     ) -> list[OutboxRow]:
         rows: list[OutboxRow] = []
         for index, item in enumerate(items):
-            done = finishes if index == 0 else None
-            row, fresh = await self._insert(tx, item, now, done)
+            first = index == 0
+            done = finishes if first else None
+            row, fresh = await self._insert(tx, item, now, done, fence if first else None)
+            if first and not fresh:
+                await self._fenced(tx, fence)  # no insert said whether the lease still holds
             if done is not None and not fresh:
                 await self._finish(tx, done, now)
             rows.append(row)
         return rows
+
+    async def _fenced(self, tx: Session, fence: LeaseFence | None) -> None:
+        """Raise ``ChatLost`` unless the fence's lease still holds (locking it, as ``_GUARD``)."""
+        if fence is not None and await tx.row(f"SELECT 1 AS held{_GUARD}", _fence(fence)) is None:
+            raise ChatLost(f"chat {fence.chat.chat_id} is no longer {fence.replica}'s")
 
     async def _finish(self, tx: Session, entries: object, now: datetime) -> None:
         finished = self._dialect.in_ids.format("id")
@@ -103,26 +144,35 @@ class SqlOutboxStore(OutboxStore):
         )
 
     async def _insert(
-        self, tx: Session, item: OutboxItem, now: datetime, finishes: object
+        self,
+        tx: Session,
+        item: OutboxItem,
+        now: datetime,
+        finishes: object,
+        fence: LeaseFence | None,
     ) -> tuple[OutboxRow, bool]:
-        """The item's row, and whether this call created it."""
+        """The item's row, and whether this call created it; with ``fence``, inserted only
+        while the lease holds (``ChatLost`` if it does not and no row exists)."""
         op, payload = encode_delivery(item.delivery)
         stamp = self._dialect.time(now)
+        values = f"?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self._dialect.ids}"
+        source = f"VALUES ({values})" if fence is None else f"SELECT {values}{_GUARD}"
         inserted = await tx.row(
-            "INSERT INTO outbox (idempotency_key, op, payload, channel, account_id, chat_id,"  # noqa: S608 - fragments, not values
+            "INSERT INTO outbox (idempotency_key, op, payload, channel, account_id, chat_id,"
             " topic_id, user_id, thread_id, correlation_id, state, next_attempt_at,"
-            " created_at, updated_at, finishes)"
-            f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self._dialect.ids})"
+            f" created_at, updated_at, finishes) {source}"
             " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
             (
                 item.idempotency_key, op, payload, *key_values(item.key), item.thread_id,
                 item.correlation_id, OutboxState.PENDING, stamp, stamp, stamp, finishes,
+                *(_fence(fence) if fence is not None else ()),
             ),
         )  # fmt: skip
         if inserted is not None:
             return new_outbox_row(self._dialect.columns(inserted).integer("id"), item, now), True
         row = await tx.row(f"{_SELECT} WHERE idempotency_key = ?", (item.idempotency_key,))
         if row is None:
+            await self._fenced(tx, fence)
             raise StoreError(f"outbox row {item.idempotency_key!r} vanished while enqueueing")
         return self._row(row), False
 

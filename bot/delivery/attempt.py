@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from bot.backoff import Backoff
 from bot.delivery.bounded import RecentSet
 from bot.delivery.failures import SendFailures
+from bot.delivery.fence import ChatFence
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
 from bot.errors import MessageGone, SendError, SendErrorKind
 from bot.hub import ChannelHub, ChannelState
@@ -34,7 +35,7 @@ from bot.messages import (
 )
 from bot.metrics import Counters
 from bot.ports import Channel, Store
-from bot.records import OutboxRow
+from bot.records import ChatRef, OutboxRow
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +68,12 @@ class AttemptOutcome:
 class Attempts:
     """Attempts rows one at a time and records each outcome in the store."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the kernel objects an attempt works with
         self, store: Store, hub: ChannelHub, limiter: RateLimiter, counters: Counters,
-        policy: RetryPolicy,
+        policy: RetryPolicy, *, fence: ChatFence,
     ) -> None:  # fmt: skip
         self._store = store
+        self._fence = fence
         self._hub = hub
         self._limiter = limiter
         self._failures = SendFailures(limiter, counters)
@@ -91,6 +93,21 @@ class Attempts:
         channel = self._hub.get(key[0])
         if channel is None:
             return await self._dead(row, f"channel {key[0]!r} is not running in this daemon")
+        held_back = await self._held_back(row, delivery, key)
+        if held_back is not None:
+            return held_back
+        try:
+            ref = await _perform(channel, delivery, row.item.idempotency_key)
+        except SendError as exc:
+            return await self.failed(row, exc)
+        await self._store.outbox.mark_sent(row.id, ref.message_ids)
+        return AttemptOutcome(finished=True, sent=ref)
+
+    async def _held_back(
+        self, row: OutboxRow, delivery: Delivery, key: DestinationKey
+    ) -> AttemptOutcome | None:
+        """Why the row does not go now (unreachable, its channel parked, no budget left for
+        progress, the chat no longer this replica's), or ``None`` once it may."""
         if key in self._unreachable:
             return await self._dead(row, "destination unreachable (forbidden or not found)")
         if not self._hub.usable(key[0]):
@@ -98,12 +115,9 @@ class Attempts:
             return await self._retry_later(row, reason, self._clock() + PARKED_RETRY, counts=False)
         if not await self._paced(delivery, key):
             return await self._dead(row, "rate limit: the budget is kept for finals")
-        try:
-            ref = await _perform(channel, delivery, row.item.idempotency_key)
-        except SendError as exc:
-            return await self.failed(row, exc)
-        await self._store.outbox.mark_sent(row.id, ref.message_ids)
-        return AttemptOutcome(finished=True, sent=ref)
+        if not await self._fence.holds(ChatRef(*key), "send"):
+            return AttemptOutcome(finished=False)  # the chat's holder sends it (``ChatFence``)
+        return None
 
     async def _paced(self, delivery: Delivery, key: DestinationKey) -> bool:
         """Wait for the send's slot; ``False`` for progress that may not go now."""

@@ -25,17 +25,18 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 
 from bot.delivery.attempt import AttemptOutcome, Attempts, RetryPolicy, destination_key
+from bot.delivery.fence import ChatFence
 from bot.delivery.holds import ChatHolds
 from bot.delivery.outbox_polls import IDLE_POLL_S, PollLoop, PollTimes
 from bot.delivery.outbox_queues import ChatQueues
 from bot.delivery.outbox_waiters import AttemptWaiters
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
-from bot.errors import TransientSendError
+from bot.errors import ChatLost, TransientSendError
 from bot.hub import ChannelHub
 from bot.messages import Delivery, SentRef
 from bot.metrics import Counters
 from bot.ports import Store
-from bot.records import OutboxItem, OutboxRow, OutboxState
+from bot.records import ChatRef, OutboxItem, OutboxRow, OutboxState
 
 __all__ = ["IDLE_POLL_S", "Outbox"]
 
@@ -45,11 +46,15 @@ logger = logging.getLogger(__name__)
 class Outbox:
     def __init__(  # noqa: PLR0913 - the kernel objects it works with
         self, store: Store, hub: ChannelHub, limiter: RateLimiter, counters: Counters,
-        policy: RetryPolicy, *, holder: str | None = None,
+        policy: RetryPolicy, *, holder: str | None = None, fence: ChatFence | None = None,
     ) -> None:  # fmt: skip
-        """``holder``: on a shared store, the replica whose chats this outbox sends."""
+        """``holder``: on a shared store, the replica whose chats this outbox sends; ``fence``
+        (the kernel's, else one of its own) keeps it from sending or answering for chats it
+        no longer holds."""
         self._store = store
-        self._attempts = Attempts(store, hub, limiter, counters, policy)
+        fence = fence or ChatFence(store.leases, holder or "", counters.replicas.fenced)
+        self._fence = fence
+        self._attempts = Attempts(store, hub, limiter, counters, policy, fence=fence)
         self._waiters = AttemptWaiters()
         self._poll_times = PollTimes(policy.clock)
         self._holds = ChatHolds(policy.clock, self._poll_times)
@@ -65,11 +70,22 @@ class Outbox:
     ) -> list[int]:
         """Record deliveries durably, then hand the new rows straight to the worker.
 
-        ``finishes``: journal entries this reply answers, marked handled in the same write.
+        ``finishes``: journal entries this reply answers, marked handled in the same write,
+        which holds only while this replica holds the chat (else ``ChatLost``, nothing written).
         """
         if not items and not finishes:
             return []
-        rows = await self._store.outbox.enqueue_rows(items, finishes=finishes)
+        fence = (
+            await self._fence.grant(ChatRef(*destination_key(items[0].delivery)))
+            if (finishes and items)
+            else None
+        )
+        try:
+            rows = await self._store.outbox.enqueue_rows(items, finishes=finishes, fence=fence)
+        except ChatLost:
+            if fence is not None:
+                self._fence.lost(fence.chat, "commit")
+            raise
         self._worker.hand_over([row for row in rows if row.state is OutboxState.PENDING])
         return [row.id for row in rows]
 

@@ -19,13 +19,14 @@ from collections.abc import Awaitable, Callable
 
 from bot.delivery.chunking import measure
 from bot.delivery.failures import PERMANENT, SendFailures
+from bot.delivery.fence import ChatFence
 from bot.delivery.ratelimit import RateLimiter
 from bot.delivery.replies import ReplyContext
 from bot.errors import SendError
 from bot.messages import ChatType, OutboundKind, OutboundText, RenderMode, SentRef, TextEdit
 from bot.metrics import Counters
 from bot.ports import Channel
-from bot.records import OutboxItem
+from bot.records import ChatRef, OutboxItem
 
 logger = logging.getLogger(__name__)
 
@@ -53,13 +54,28 @@ class ProgressCalls:
     """
 
     def __init__(
-        self, channel: Channel, limiter: RateLimiter, ctx: ReplyContext, failures: SendFailures
+        self,
+        channel: Channel,
+        limiter: RateLimiter,
+        ctx: ReplyContext,
+        failures: SendFailures,
+        fence: ChatFence | None = None,
     ) -> None:
         self._channel = channel
         self._limiter = limiter
         self._destination = ctx.destination
         self._failures = failures
+        self._fence = fence
         self.stopped = False
+
+    async def _held(self) -> bool:
+        """Whether this replica still holds the chat (``ChatFence``); progress stops if not."""
+        dest = self._destination
+        chat = ChatRef(dest.channel, dest.account_id, dest.chat_id)
+        if self._fence is None or await self._fence.holds(chat, "progress"):
+            return True
+        self.stopped = True
+        return False
 
     def may_send(self) -> bool:
         """Whether an edit or a typing indicator may go now (it reserves nothing a final
@@ -73,6 +89,8 @@ class ProgressCalls:
             destination=self._destination, message_id=message_id, text=text,
             kind=OutboundKind.PROGRESS, render=RenderMode.PLAIN,
         )  # fmt: skip
+        if not await self._held():
+            return False
         try:
             await self._channel.edit_text(edit)
         except SendError as exc:
@@ -82,7 +100,7 @@ class ProgressCalls:
 
     async def typing(self) -> None:
         """Show "typing" if the chat may take it now (else it is skipped this time)."""
-        if not self.may_send():
+        if not self.may_send() or not await self._held():
             return
         try:
             await self._channel.show_typing(self._destination)
@@ -147,7 +165,7 @@ class _Placeholder:
 
 
 class ProgressStream:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the stream's channel, outbox, pacing, context and options
         self,
         channel: Channel,
         outbox: tuple[OutboxSend, OutboxWithdraw],
@@ -155,10 +173,13 @@ class ProgressStream:
         ctx: ReplyContext,
         *,
         counters: Counters | None = None,
+        fence: ChatFence | None = None,
     ) -> None:
+        """``fence``: on a shared store, progress goes only while this replica holds the chat."""
         self._channel = channel
         self._ctx = ctx
-        self._calls = ProgressCalls(channel, limiter, ctx, SendFailures(limiter, counters))
+        failures = SendFailures(limiter, counters)
+        self._calls = ProgressCalls(channel, limiter, ctx, failures, fence)
         self._placeholder = _Placeholder(outbox, ctx)
         self._parts: list[str] = []
         """The streamed text in pieces; joined when read (``+=`` is quadratic on long streams)."""

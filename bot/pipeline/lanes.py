@@ -14,14 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from bot.config.settings import BusyPolicy
 from bot.messages import ConversationKey, Destination
 from bot.pipeline.bus import Accepted
-from bot.records import Clarification
+from bot.records import ChatRef, Clarification
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +31,8 @@ class CancelReason(StrEnum):
     INTERRUPT = "interrupted"
     SHUTDOWN = "shutdown"
     TIMEOUT = "timeout"
+    LOST = "lost"
+    """Another replica took the chat over (``ChatFence``): nothing more is sent here."""
 
 
 @dataclass(slots=True)
@@ -154,6 +156,15 @@ class Lanes:
         was_running = lane.running
         self._cancel_turn(lane, CancelReason.STOP)
         return was_running, cleared
+
+    def drop_chats(self, chats: Collection[ChatRef]) -> None:
+        """Chats another replica took over: their running turns end without a word and their
+        queued requests are forgotten (journaled, they are the new holder's now)."""
+        for lane in self._lanes.values():
+            key = lane.key
+            if ChatRef(key.channel, key.account_id, key.chat_id) in chats:
+                lane.pending.clear()
+                self._cancel_turn(lane, CancelReason.LOST)
 
     def _cancel_turn(self, lane: _Lane, reason: CancelReason) -> None:
         if lane.running and lane.driver is not None and lane.token.reason is None:

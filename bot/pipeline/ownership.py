@@ -32,6 +32,7 @@ import logging
 from collections.abc import Callable, Collection, Coroutine, Sequence
 from typing import Final
 
+from bot.delivery.fence import ChatFence
 from bot.delivery.outbox import Outbox
 from bot.delivery.ratelimit import DestinationKey
 from bot.errors import StoreError
@@ -67,6 +68,7 @@ class ChatOwnership:
         notify: Notify,
         submit: Submit,
         rebalancer: Rebalancer,
+        fence: ChatFence,
         on_taken: Callable[[Collection[ChatRef]], None] = lambda _chats: None,
         warm: Callable[[], None] = lambda: None,
     ) -> None:
@@ -78,6 +80,7 @@ class ChatOwnership:
         self._expiry_s = expiry_s
         self._recover_left = functools.partial(recover, store, bus, notify, submit, warm=warm)
         self.rebalancer = rebalancer
+        self._fence = fence
         self._on_taken = on_taken
         """Told of chats taken from another replica (what this process cached of them is old)."""
         self._woken = asyncio.Event()
@@ -106,6 +109,7 @@ class ChatOwnership:
             # Journaled already, so accepted: whoever holds (or next takes) the chat runs them.
             logger.warning("could not claim %d chat(s) (%s); the sweep takes them", len(chats), exc)
             return
+        self._fence.note(adoption)
         taken = {adopted.entry.id for adopted in adoption.entries}
         for item in items:
             if item.entry_id not in taken:
@@ -127,6 +131,7 @@ class ChatOwnership:
             adoption = await self._leases.adopt(
                 self.replica_id, now, expiry, chats, fresh_start=fresh_start
             )
+            self._fence.note(adoption)
             await self._settle(adoption, {})
         return adoption
 

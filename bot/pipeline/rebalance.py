@@ -24,6 +24,7 @@ from typing import Final
 
 from prometheus_client import Counter
 
+from bot.delivery.fence import ChatFence
 from bot.errors import StoreError
 from bot.messages import utc_now
 from bot.ports import LeaseStore
@@ -36,7 +37,7 @@ IDLE_QUIET_S: Final = 2.0
 
 
 class Rebalancer:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword settings of one rebalancing rule
         self,
         leases: LeaseStore,
         *,
@@ -44,8 +45,10 @@ class Rebalancer:
         expiry_s: Callable[[], float],
         moves_per_sweep: Callable[[], int],
         moved: Counter,
+        fence: ChatFence,
     ) -> None:
         self._leases = leases
+        self._fence = fence
         self._replica_id = replica_id
         self._expiry_s = expiry_s
         self._moves_per_sweep = moves_per_sweep
@@ -86,6 +89,7 @@ class Rebalancer:
             planned.setdefault(to, []).append(chat)
         moved: list[ChatRef] = []
         for to, batch in planned.items():
+            self._fence.forget(batch)  # handed on, not lost; one not moved is learnt again
             handed = await self._leases.hand_over(
                 self._replica_id, to, batch, now=now, expiry_s=expiry, quiet_s=IDLE_QUIET_S
             )

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config.settings import Settings
+from bot.delivery.fence import ChatFence
 from bot.delivery.outbox import Outbox
 from bot.delivery.progress import ProgressStream
 from bot.delivery.ratelimit import RateLimiter
 from bot.delivery.replies import ReplyContext
 from bot.delivery.writer import ReplyWriter
-from bot.errors import AgentError
+from bot.errors import AgentError, ChatLost
 from bot.hub import ChannelHub
 from bot.messages import Reaction, Sender, utc_now
 from bot.metrics import Counters
@@ -59,6 +60,7 @@ class TurnDeps:
     limiter: RateLimiter
     clarifications: Clarifications
     counters: Counters
+    fence: ChatFence
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,6 +86,7 @@ class TurnRunner:
         self._limiter = deps.limiter
         self._clarifications = deps.clarifications
         self._counters = deps.counters
+        self._fence = deps.fence
         self._workspaces: dict[str, ThreadWorkspace] = {}
 
     async def __call__(self, request: TurnRequest, token: CancelToken) -> None:
@@ -155,6 +158,7 @@ class TurnRunner:
             self._limiter,
             ctx.tagged(_placeholder_tag(request)),
             counters=self._counters,
+            fence=self._fence,
         )
         scope = _Scope(
             request=request, channel=channel, replies=replies, stream=stream,
@@ -166,6 +170,11 @@ class TurnRunner:
         except asyncio.CancelledError:
             await self._cancelled(scope, token)
             raise
+        except ChatLost as exc:
+            # Another replica holds the chat now and answers it: nothing more goes out here.
+            logger.info("turn dropped correlation=%s: %s", ctx.correlation_id, exc)
+            await scope.stream.close()
+            return "lost"
         except AgentError as exc:
             logger.warning("agent failed correlation=%s: %s", ctx.correlation_id, exc.detail or exc)
             await self._fail(scope, exc.reason)
@@ -256,6 +265,9 @@ class TurnRunner:
     async def _cancelled(self, scope: _Scope, token: CancelToken) -> None:
         """Finish a cancelled turn visibly; shielded so the cancellation cannot cut it short."""
         reason = token.reason or CancelReason.SHUTDOWN
+        if reason is CancelReason.LOST:
+            await asyncio.shield(scope.stream.close())  # the chat's new holder answers
+            return
         texts = {
             CancelReason.STOP: "⏹️ Stopped.",
             CancelReason.INTERRUPT: "⏭️ Interrupted by your new message.",

@@ -20,6 +20,7 @@ from bot.records import (
     DeliveryAttempt,
     InboundStatus,
     JournalEntry,
+    LeaseFence,
     MessageLink,
     OutboxItem,
     OutboxRow,
@@ -98,13 +99,19 @@ class LinkStore(Protocol):
 
 class OutboxStore(Protocol):
     async def enqueue_rows(
-        self, items: Sequence[OutboxItem], *, finishes: Sequence[int] = ()
+        self,
+        items: Sequence[OutboxItem],
+        *,
+        finishes: Sequence[int] = (),
+        fence: LeaseFence | None = None,
     ) -> list[OutboxRow]:
         """Record deliveries, returning each item's row as it now stands (sent, if it was); an
         item whose idempotency key exists keeps its old row.
 
         ``finishes``: inbound journal entries these deliveries answer, marked handled in the
         same write (a reply is never recorded without its messages being finished).
+        ``fence``: write only while the chat's lease still names that owner and token, checked
+        in the same statement (where chats are leased); else ``ChatLost`` and nothing written.
         """
         ...
 
@@ -298,6 +305,13 @@ class LeaseStore(Protocol):
 
     async def held(self, replica: str) -> int:
         """How many chats ``replica`` holds."""
+        ...
+
+    async def tokens(
+        self, replica: str, chats: Collection[ChatRef] | None = None
+    ) -> dict[ChatRef, int]:
+        """The fencing token of each chat (of ``chats``, or all) ``replica`` holds now; empty
+        where chats are not leased."""
         ...
 
     async def release(self, replica: str) -> int:

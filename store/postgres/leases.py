@@ -33,8 +33,9 @@ import psycopg
 from psycopg import AsyncConnection
 from typing_extensions import override
 
+import store.postgres.lease_queries as q
 from bot.ports import Hold, LeaseStore
-from bot.records import UNFINISHED_INBOUND, AdoptedEntry, Adoption, ChatRef
+from bot.records import AdoptedEntry, Adoption, ChatRef
 from store.codec import to_utc
 from store.postgres.db import PgDatabase, PgSession, wake_channel
 from store.postgres.dialect import PgColumns
@@ -48,88 +49,6 @@ at once; this bounds how soon a standby notices)."""
 EXCLUSIVE_CHECK_S: Final = 2.0
 """How often a held exclusive name's connection is checked."""
 EVERYONE: Final = "*"
-
-_UNFINISHED: Final = "i.status IN ({})".format(", ".join(f"'{s}'" for s in UNFINISHED_INBOUND))
-_LIVE: Final = (
-    "EXISTS (SELECT 1 FROM replicas r WHERE r.id = {owner} AND r.heartbeat_at > %(cutoff)s)"
-)
-_NOT_IN_HAND: Final = (
-    f"(i.owner IS NULL OR (i.owner <> %(me)s AND NOT {_LIVE.format(owner='i.owner')})"
-    " OR (%(fresh)s AND i.owner = %(me)s))"
-)
-"""An unfinished entry no live replica has in hand (this one's own id counts as gone after a
-fresh start)."""
-_SAME_CHAT: Final = (
-    "l.channel = {t}.channel AND l.account_id = {t}.account_id AND l.chat_id = {t}.chat_id"
-)
-_ORPHANED: Final = (
-    f"SELECT i.channel, i.account_id, i.chat_id FROM inbound i WHERE {_UNFINISHED}"  # noqa: S608 - constant fragments; values are parameters
-    f" AND {_NOT_IN_HAND}"
-    f" AND NOT EXISTS (SELECT 1 FROM chat_leases l WHERE {_SAME_CHAT.format(t='i')}"
-    f" AND l.owner <> %(me)s AND {_LIVE.format(owner='l.owner')})"
-    " UNION"
-    " SELECT o.channel, o.account_id, o.chat_id FROM outbox o WHERE o.state = 'pending'"
-    f" AND NOT EXISTS (SELECT 1 FROM chat_leases l WHERE {_SAME_CHAT.format(t='o')}"
-    f" AND {_LIVE.format(owner='l.owner')} AND NOT (%(fresh)s AND l.owner = %(me)s))"
-)
-_CHATS: Final = (
-    "unnest(%(channels)s::text[], %(accounts)s::text[], %(chats)s::text[])"
-    " AS c(channel, account_id, chat_id)"
-)
-_CLAIM: Final = (
-    "INSERT INTO chat_leases AS l (channel, account_id, chat_id, owner, since)"  # noqa: S608 - constant fragments; values are parameters
-    f" SELECT c.channel, c.account_id, c.chat_id, %(me)s, %(now)s FROM {_CHATS}"
-    " ON CONFLICT (channel, account_id, chat_id) DO UPDATE"
-    " SET owner = excluded.owner, since = excluded.since"
-    f" WHERE l.owner <> excluded.owner AND NOT {_LIVE.format(owner='l.owner')}"
-    " RETURNING l.channel, l.account_id, l.chat_id"
-)
-_HOLDERS: Final = (
-    f"SELECT l.channel, l.account_id, l.chat_id, l.owner FROM chat_leases l JOIN {_CHATS}"  # noqa: S608 - constant fragments; values are parameters
-    f" ON {_SAME_CHAT.format(t='c')}"
-)
-_IDLE: Final = (
-    "NOT EXISTS (SELECT 1 FROM inbound i"  # noqa: S608 - constant fragments; values are parameters
-    f" WHERE {_SAME_CHAT.format(t='i')} AND {_UNFINISHED})"
-    f" AND NOT EXISTS (SELECT 1 FROM inbound i WHERE {_SAME_CHAT.format(t='i')}"
-    " AND i.updated_at > %(quiet)s)"
-    f" AND NOT EXISTS (SELECT 1 FROM outbox o WHERE {_SAME_CHAT.format(t='o')}"
-    " AND o.state = 'pending')"
-    f" AND NOT EXISTS (SELECT 1 FROM clarifications q WHERE {_SAME_CHAT.format(t='q')}"
-    " AND q.state = 'pending')"
-)
-"""Nothing of the chat ``l`` is in flight anywhere: no message waiting, queued or running (on
-any replica), none finished within the quiet time (a turn's last effects follow its mark), no
-reply waiting to be sent or being sent, no question waiting for its answer."""
-_IDLE_HELD: Final = (
-    "SELECT l.channel, l.account_id, l.chat_id FROM chat_leases l"  # noqa: S608 - constant fragments; values are parameters
-    f" WHERE l.owner = %(me)s AND {_IDLE}"
-    " ORDER BY l.since, l.channel, l.account_id, l.chat_id LIMIT %(limit)s"
-)
-_LOCK_HELD: Final = (
-    f"SELECT 1 FROM chat_leases l JOIN {_CHATS} ON {_SAME_CHAT.format(t='c')}"  # noqa: S608 - constant fragments; values are parameters
-    " WHERE l.owner = %(me)s"
-    " ORDER BY l.channel, l.account_id, l.chat_id FOR UPDATE OF l"
-)
-_HAND_OVER: Final = (
-    "UPDATE chat_leases l SET owner = %(to)s, since = %(now)s"  # noqa: S608 - constant fragments; values are parameters
-    f" FROM {_CHATS} WHERE {_SAME_CHAT.format(t='c')} AND l.owner = %(me)s"
-    f" AND {_LIVE.format(owner='%(to)s')} AND {_IDLE}"
-    " RETURNING l.channel, l.account_id, l.chat_id"
-)
-_LOADS: Final = (
-    "SELECT r.id, count(l.owner) AS n FROM replicas r"
-    " LEFT JOIN chat_leases l ON l.owner = r.id"
-    " WHERE r.heartbeat_at > %(cutoff)s GROUP BY r.id"
-)
-_TAKE: Final = (
-    "WITH old AS (SELECT i.id, i.owner FROM inbound i"  # noqa: S608 - constant fragments; values are parameters
-    f" JOIN {_CHATS} ON i.channel = c.channel AND i.account_id = c.account_id"
-    f" AND i.chat_id = c.chat_id WHERE {_UNFINISHED} AND {_NOT_IN_HAND}"
-    " FOR UPDATE OF i SKIP LOCKED)"
-    " UPDATE inbound SET owner = %(me)s FROM old WHERE inbound.id = old.id"
-    " RETURNING inbound.*, old.owner AS previous_owner"
-)
 
 
 def _chat(cols: PgColumns) -> ChatRef:
@@ -164,8 +83,9 @@ class PgHold(Hold):
 class PgLeaseStore(LeaseStore):
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
-        self._known: dict[str, dict[ChatRef, datetime]] = {}
-        """Chats each replica of this process was seen to hold, and as of when (``now``):
+        self._known: dict[str, dict[ChatRef, tuple[datetime, int]]] = {}
+        """Chats each replica of this process was seen to hold, as of when (``now``), with
+        their tokens:
         ``adopt`` of only chats seen within half the expiry skips the claim. Older sightings
         are checked again, so a replica whose loop stalled past the expiry (its chats taken
         meanwhile) learns that it lost them within that time, not never."""
@@ -190,7 +110,7 @@ class PgLeaseStore(LeaseStore):
         self, replica: str, now: datetime, expiry_s: float, *, fresh_start: bool = False
     ) -> list[ChatRef]:
         params = self._params(replica, now, expiry_s, fresh_start=fresh_start)
-        rows = await self._db.rows(_ORPHANED, params)
+        rows = await self._db.rows(q.ORPHANED, params)
         return sorted({_chat(PgColumns(row)) for row in rows}, key=_order)
 
     @override
@@ -209,44 +129,47 @@ class PgLeaseStore(LeaseStore):
         if (
             chats is not None
             and not fresh_start
-            and all(
-                known.get(chat, datetime.min.replace(tzinfo=UTC)) > seen_since for chat in chats
-            )
+            and all(known.get(chat, _NEVER)[0] > seen_since for chat in chats)
         ):
             held = sorted(set(chats), key=_order)
             async with self._db.shared() as session:  # one statement: atomic on its own
                 entries = await self._take(session, params | _chat_params(held))
-            return Adoption(held=frozenset(held), claimed=frozenset(), others={}, entries=entries)
+            tokens = {chat: known[chat][1] for chat in held}
+            return Adoption(
+                held=frozenset(held), claimed=frozenset(), others={}, entries=entries, tokens=tokens
+            )
         async with self._db.transaction() as tx:
             if chats is None:
-                rows = await tx.rows(_ORPHANED, params)
+                rows = await tx.rows(q.ORPHANED, params)
                 chats = {_chat(PgColumns(row)) for row in rows}
             asked = sorted(set(chats), key=_order)
             if not asked:
                 return Adoption(held=frozenset(), claimed=frozenset(), others={}, entries=())
             params |= _chat_params(asked)
-            claimed = {_chat(PgColumns(row)) for row in await tx.rows(_CLAIM, params)}
+            claimed = {_chat(PgColumns(row)) for row in await tx.rows(q.CLAIM, params)}
             holders = {
-                _chat(cols): cols.text("owner")
-                for cols in map(PgColumns, await tx.rows(_HOLDERS, params))
+                _chat(cols): (cols.text("owner"), cols.integer("token"))
+                for cols in map(PgColumns, await tx.rows(q.HOLDERS, params))
             }
-            held = sorted((c for c, owner in holders.items() if owner == replica), key=_order)
-            others = {c: owner for c, owner in holders.items() if owner != replica}
+            tokens = {c: token for c, (owner, token) in holders.items() if owner == replica}
+            held = sorted(tokens, key=_order)
+            others = {c: owner for c, (owner, _) in holders.items() if owner != replica}
             entries = await self._take(tx, params | _chat_params(held)) if held else ()
             await self._wake(tx, set(others.values()))
-        known.update(dict.fromkeys(held, now))
+        known.update({chat: (now, token) for chat, token in tokens.items()})
         for chat in others:
             known.pop(chat, None)
         if fresh_start:
             claimed.update(held)
         return Adoption(
-            held=frozenset(held), claimed=frozenset(claimed), others=others, entries=entries
-        )
+            held=frozenset(held), claimed=frozenset(claimed), others=others, entries=entries,
+            tokens=tokens,
+        )  # fmt: skip
 
     async def _take(self, tx: PgSession, params: dict[str, object]) -> tuple[AdoptedEntry, ...]:
         taken = [
             AdoptedEntry(entry=journal_entry(cols), previous_owner=cols.opt_text("previous_owner"))
-            for cols in map(PgColumns, await tx.rows(_TAKE, params))
+            for cols in map(PgColumns, await tx.rows(q.TAKE, params))
         ]
         return tuple(sorted(taken, key=lambda adopted: adopted.entry.id))
 
@@ -258,6 +181,19 @@ class PgLeaseStore(LeaseStore):
         return 0 if row is None else PgColumns(row).integer("n")
 
     @override
+    async def tokens(
+        self, replica: str, chats: Collection[ChatRef] | None = None
+    ) -> dict[ChatRef, int]:
+        if chats is None:
+            rows = await self._db.rows(q.TOKENS, {"me": replica})
+        elif chats:
+            params = {"me": replica} | _chat_params(sorted(set(chats), key=_order))
+            rows = await self._db.rows(q.TOKENS_OF, params)
+        else:
+            return {}
+        return {_chat(cols): cols.integer("token") for cols in map(PgColumns, rows)}
+
+    @override
     async def release(self, replica: str) -> int:
         self._known.pop(replica, None)
         return await self._db.write("DELETE FROM chat_leases WHERE owner = ?", (replica,))
@@ -265,7 +201,7 @@ class PgLeaseStore(LeaseStore):
     @override
     async def loads(self, now: datetime, expiry_s: float) -> dict[str, int]:
         params = {"cutoff": to_utc(now) - timedelta(seconds=expiry_s)}
-        rows = map(PgColumns, await self._db.rows(_LOADS, params))
+        rows = map(PgColumns, await self._db.rows(q.LOADS, params))
         return {cols.text("id"): cols.integer("n") for cols in rows}
 
     @override
@@ -273,7 +209,7 @@ class PgLeaseStore(LeaseStore):
         if limit <= 0:
             return []
         params = {"me": replica, "quiet": _quiet(now, quiet_s), "limit": limit}
-        return [_chat(PgColumns(row)) for row in await self._db.rows(_IDLE_HELD, params)]
+        return [_chat(PgColumns(row)) for row in await self._db.rows(q.IDLE_HELD, params)]
 
     @override
     async def hand_over(
@@ -295,8 +231,8 @@ class PgLeaseStore(LeaseStore):
         params = self._params(replica, now, expiry_s, fresh_start=False) | _chat_params(asked)
         params |= {"to": to, "quiet": _quiet(now, quiet_s)}
         async with self._db.transaction() as tx:
-            await tx.rows(_LOCK_HELD, params)
-            moved = [_chat(PgColumns(row)) for row in await tx.rows(_HAND_OVER, params)]
+            await tx.rows(q.LOCK_HELD, params)
+            moved = [_chat(PgColumns(row)) for row in await tx.rows(q.HAND_OVER, params)]
             if moved:
                 await self._wake(tx, {to})
         return sorted(moved, key=_order)
@@ -379,6 +315,9 @@ class PgLeaseStore(LeaseStore):
         except (psycopg.Error, OSError) as exc:
             logger.warning("lost an exclusive hold: %s", self._db.server.scrub(str(exc)))
             hold.lose()
+
+
+_NEVER: Final = (datetime.min.replace(tzinfo=UTC), 0)
 
 
 def _quiet(now: datetime, quiet_s: float) -> datetime:

@@ -14,7 +14,7 @@ from store.cache import OTHER_WRITERS_CHECK_S
 from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
 from tests.postgres import fresh_schema, require_postgres
-from tests.store.support import BackendStore, ManualClock, StoreFactory
+from tests.store.support import BackendStore, ManualClock, StoreFactory, register
 
 BACKENDS = ("sqlite", "postgres")
 
@@ -74,3 +74,13 @@ async def make_store(
 async def store(make_store: StoreFactory) -> AsyncIterator[BackendStore]:
     async with make_store() as opened:
         yield opened
+
+
+@pytest.fixture
+async def pair(make_store: StoreFactory) -> AsyncIterator[tuple[BackendStore, BackendStore]]:
+    """Two replicas, ``a`` and ``b``, live at ``START`` (for a module whose ``backend`` is
+    PostgreSQL: leases are shared there)."""
+    async with make_store() as a, make_store() as b:
+        await register(a, "a")
+        await register(b, "b")
+        yield a, b

@@ -20,7 +20,7 @@ from bot.messages import (
     Sender,
 )
 from bot.ports import Store
-from bot.records import JournalEntry, MessageLink, OutboxItem
+from bot.records import JournalEntry, MessageLink, OutboxItem, Replica
 from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
 
@@ -157,3 +157,14 @@ async def link_sent(store: Store, target: Destination, message_id: str, link: Me
         ]
     )
     await store.outbox.mark_sent(row.id, (message_id,))
+
+
+async def register(store: Store, replica_id: str, *, seconds: float = 0) -> None:
+    """Register ``replica_id`` as live ``seconds`` after ``START``."""
+    at = START + timedelta(seconds=seconds)
+    await store.replicas.register(
+        Replica(
+            id=replica_id, host="h", pid=1, version="0", backend="postgres",
+            started_at=at, heartbeat_at=at,
+        )
+    )  # fmt: skip

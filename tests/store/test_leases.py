@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,7 @@ import pytest
 from psycopg import sql
 
 from bot.messages import ChatType
-from bot.ports import Store
-from bot.records import ChatRef, Clarification, InboundStatus, Replica
+from bot.records import ChatRef, Clarification, InboundStatus
 from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
 from tests.fakes.common.waiting import eventually
@@ -32,6 +30,7 @@ from tests.store.support import (
     item,
     key,
     record,
+    register,
 )
 
 EXPIRY_S = 15.0
@@ -45,29 +44,6 @@ QUIET_S = 5.0
 def backend() -> str:
     """Leases matter where replicas share a store: PostgreSQL."""
     return "postgres"
-
-
-@pytest.fixture
-async def pair(make_store: StoreFactory) -> AsyncIterator[tuple[BackendStore, BackendStore]]:
-    async with make_store() as a, make_store() as b:
-        await register(a, "a")
-        await register(b, "b")
-        yield a, b
-
-
-async def register(store: Store, replica_id: str, *, seconds: float = 0) -> None:
-    at = START + timedelta(seconds=seconds)
-    await store.replicas.register(
-        Replica(
-            id=replica_id,
-            host="h",
-            pid=1,
-            version="0",
-            backend="postgres",
-            started_at=at,
-            heartbeat_at=at,
-        )
-    )
 
 
 async def test_the_first_replica_claims_a_free_chat_and_takes_its_message(
