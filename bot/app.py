@@ -30,6 +30,8 @@ from bot.kernel import Kernel, build_kernel
 from bot.ops.http import HttpServer, RouteTable
 from bot.ops.instance_lock import InstanceLock
 from bot.ops.kernel_tasks import KernelTasks, Loop
+from bot.ops.push_api import PushApi
+from bot.ops.pushes import daemon_pusher
 from bot.ops.readiness import Readiness
 from bot.ops.reload import Reloader
 from bot.ops.replica import ReplicaHeartbeat, identify
@@ -155,9 +157,18 @@ class Daemon:
             for build in channels.factories.values():
                 kernel.add_channel(build())
             readiness = Readiness(store, kernel.hub, self.kernel_tasks)
+            pusher = daemon_pusher(
+                settings=self._current, store=store, hub=kernel.hub, outbox=kernel.outbox,
+                intake=kernel.intake, bus=kernel.bus, sessions=kernel.sessions,
+            )  # fmt: skip
+            push = PushApi(self.settings.http.push_api, pusher, store, kernel.counters.pushes)
             self.http = HttpServer(
-                self.settings.http, readiness, kernel.counters, routes, heartbeat.replica
-            )
+                self.settings.http, readiness, kernel.counters, routes, heartbeat.replica,
+                push=push,
+            )  # fmt: skip
+            if not store.leases.shared:  # a shared store's ``ownership`` sweep takes CLI prompts
+                self.kernel_tasks.start("pushes", functools.partial(pusher.pick_up, self.ready))
+                stack.push_async_callback(self.kernel_tasks.stop)
             await self.http.start()
             stack.push_async_callback(self.http.aclose)
             await heartbeat.beat()  # live, as the others see it, before taking work over

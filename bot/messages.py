@@ -44,6 +44,14 @@ class Reaction(StrEnum):
     FAILED = "failed"
 
 
+class MessageOrigin(StrEnum):
+    """Who put a message on the bus: a chat member through an adapter, or the operator through
+    the push API or ``switchboard send`` (design §19), whose token already authorised it."""
+
+    PLATFORM = "platform"
+    OPERATOR = "operator"
+
+
 class RenderMode(StrEnum):
     """The delivery fallback ladder of design §8: the platform's rich dialect, then plain text."""
 
@@ -130,6 +138,10 @@ class InboundMessage:
     mentions_bot: bool = False
     button: ButtonPress | None = None
     received_at: datetime = field(default_factory=utc_now)
+    origin: MessageOrigin = MessageOrigin.PLATFORM
+    """``OPERATOR``: a pushed prompt (``run_agent``), not a platform message. Access rules,
+    addressing and command parsing do not apply, its conversation is the one the push named,
+    and nothing replies to or reacts on ``message_id`` (the platform has no such message)."""
 
     @property
     def user_ref(self) -> str:

@@ -57,6 +57,23 @@ class ReplicaMetrics:
         )
 
 
+class PushMetrics:
+    """Pushes through the HTTP push API (design §19), by kind and outcome: ``accepted``,
+    ``repeated`` (an Idempotency-Key seen before), or why one was refused."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter(
+            "switchboard_pushes",
+            "Push API requests by kind (text, file, run_agent) and outcome (accepted, repeated,"
+            " unauthorized, invalid, too_large, not_found, conflict, unavailable).",
+            ["kind", "outcome"],
+            registry=registry,
+        )
+
+    def count(self, kind: str, outcome: str) -> None:
+        self.requests.labels(kind=kind, outcome=outcome).inc()
+
+
 class Counters:
     """The daemon's Prometheus metrics."""
 
@@ -103,6 +120,7 @@ class Counters:
             registry=self.registry,
         )
         self.replicas = ReplicaMetrics(self.registry)
+        self.pushes = PushMetrics(self.registry)
         self.reconnects = Counter(
             "switchboard_channel_reconnects",
             "Times a channel lost its connection and reconnected.",

@@ -16,7 +16,7 @@ from typing import cast
 from bot.config.settings import Settings
 from bot.config.store import StoreBackend
 from bot.errors import ConfigError
-from bot.ports import Store
+from bot.ports import ChannelCapabilities, Store
 
 
 class EdgeKind(StrEnum):
@@ -90,6 +90,15 @@ def load(kind: EdgeKind, name: str) -> object:
     for part in attribute.split("."):
         found = getattr(found, part)
     return found
+
+
+def capabilities_of(channel: str) -> ChannelCapabilities | None:
+    """What the adapter registered as ``channel`` declares it can do, without building it
+    (its module is imported: the operator CLI plans a push with it, design §19)."""
+    if channel not in IMPORT_PATHS[EdgeKind.CHANNEL]:
+        return None
+    declared = getattr(load(EdgeKind.CHANNEL, channel), "capabilities", None)
+    return declared if isinstance(declared, ChannelCapabilities) else None
 
 
 def store_for(settings: Settings) -> Store:

@@ -12,6 +12,7 @@ from bot.lifecycle import StartClose
 from bot.ports import Store
 from store.access import SqlAccessStore
 from store.audit import SqlAuditLog, SqlSettingsStore
+from store.chats import SqlChatDirectory
 from store.clarifications import SqlClarificationStore
 from store.conversations import SqlConversationStore, SqlLinkStore
 from store.dialect import Backend
@@ -81,6 +82,11 @@ class Tables(StartClose, Store):
     @override
     def replicas(self) -> SqlReplicaStore:
         return self._replicas
+
+    @property
+    def chats(self) -> SqlChatDirectory:
+        """What the journal knows of a chat (``bot.ports.chats``: pushes, design §19)."""
+        return SqlChatDirectory(self._backend)  # stateless: no attribute of its own
 
     @override
     async def start(self) -> None:

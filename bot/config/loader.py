@@ -84,6 +84,8 @@ def load_settings(
         problems.extend(_validation_lines(exc, prefix=(), unset=unset))
     if require_secrets:
         problems.extend(_missing_secrets(expanded.get("channels"), unset))
+        if settings is not None:
+            problems.extend(_missing_push_token(settings, unset))
     if problems or settings is None:
         raise ConfigError(f"{path}: invalid configuration\n" + "\n".join(problems))
     return settings
@@ -259,6 +261,16 @@ def _missing_secrets(channels: object, unset: tuple[UnsetRef, ...]) -> list[str]
                     f"{path}: required when the channel is enabled{_unset_hint(path, unset)}"
                 )
     return lines
+
+
+def _missing_push_token(settings: Settings, unset: tuple[UnsetRef, ...]) -> list[str]:
+    """The push API accepts nothing without its bearer token (design §19)."""
+    push = settings.http.push_api
+    token = "" if push.token is None else push.token.get_secret_value().strip()
+    if not push.enabled or token:
+        return []
+    path = "http.push_api.token"
+    return [f"{path}: required when the push API is enabled{_unset_hint(path, unset)}"]
 
 
 def _is_blank(block: ChannelSettings, field: str) -> bool:

@@ -55,10 +55,20 @@ class LogSettings(Section):
     format: Literal["text", "json"] = "text"
 
 
+class PushApiSettings(Section):
+    """``POST /api/v1/messages`` and ``GET /api/v1/deliveries/{id}`` (design §19); off unless
+    enabled, and then only with a bearer ``token`` (required: checked at load)."""
+
+    enabled: bool = False
+    token: SecretStr | None = None
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+
+
 class HttpSettings(Section):
     enabled: bool = True
     host: str = "127.0.0.1"
     port: int = Field(default=8787, ge=0, le=65535)
+    push_api: PushApiSettings = PushApiSettings()
 
 
 class ModelSettings(Section):

@@ -20,6 +20,7 @@ from bot.messages import (
     Delivery,
     Destination,
     InboundMessage,
+    MessageOrigin,
     OutboundFile,
     OutboundKind,
     OutboundText,
@@ -77,7 +78,7 @@ class ReplyContext:
             key=key,
             thread_id=thread_id,
             destination=destination,
-            reply_to=answered.message.message_id if answered is not None else None,
+            reply_to=_reply_target(answered),
             correlation_id=answered.correlation_id if answered is not None else correlation_id,
             turn_tag=tag,
         )
@@ -94,6 +95,13 @@ class ReplyContext:
             thread_id=self.thread_id,
             correlation_id=self.correlation_id,
         )
+
+
+def _reply_target(answered: Answered | None) -> str | None:
+    """The platform message a reply answers; a pushed prompt has none (design §19)."""
+    if answered is None or answered.message.origin is MessageOrigin.OPERATOR:
+        return None
+    return answered.message.message_id
 
 
 def split_reply(text: str, caps: ChannelCapabilities) -> tuple[str, ...]:

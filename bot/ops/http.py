@@ -1,4 +1,5 @@
-"""The daemon's HTTP server: health, readiness, metrics and channel webhooks (design §13, §14).
+"""The daemon's HTTP server: health, readiness, metrics, channel webhooks (design §13, §14) and
+the push API (design §19, ``push_api``).
 
 Channels in webhook mode register their routes here before the server starts, so every
 webhook shares one listener on ``http.host:port``.
@@ -16,6 +17,7 @@ from bot.config.settings import HttpSettings
 from bot.errors import StoreError
 from bot.hub import ChannelState
 from bot.metrics import Counters
+from bot.ops.push_api import PushApi
 from bot.ops.readiness import Readiness
 from bot.ports import WebhookHandler
 from bot.records import Replica
@@ -45,16 +47,19 @@ class RouteTable:
 
 
 class HttpServer:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - what the server reports on, and the push API
         self,
         settings: HttpSettings,
         readiness: Readiness,
         counters: Counters,
         routes: RouteTable,
         replica: Replica | None = None,
+        *,
+        push: PushApi | None = None,
     ) -> None:
         """``replica``: this daemon among the store's replicas, named in ``/healthz``,
-        ``/readyz`` and ``/metrics`` (``switchboard_replica_info``)."""
+        ``/readyz`` and ``/metrics`` (``switchboard_replica_info``). ``push``: the push API
+        (design §19), mounted when ``http.push_api.enabled``."""
         self._settings = settings
         self._identity: dict[str, str] = {}
         self._replica_id = replica.id if replica is not None else None
@@ -70,6 +75,8 @@ class HttpServer:
         self._app.router.add_get("/readyz", self._readyz)
         self._app.router.add_get("/metrics", self._metrics)
         self._routes = routes
+        if push is not None and settings.push_api.enabled:
+            push.mount(self._app)
         self._app.router.add_post("/{path:.*}", self._webhook)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None

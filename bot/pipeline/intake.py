@@ -48,11 +48,21 @@ class Intake:
         return admission
 
     async def many(self, messages: Sequence[InboundMessage]) -> list[Admission]:
+        return await self._admit_all([(message, new_correlation_id()) for message in messages])
+
+    async def pushed(self, message: InboundMessage, correlation_id: str) -> Admission:
+        """A prompt the operator pushed (design §19), journaled under the push's delivery id as
+        its correlation id, so the answer's outbox rows carry that id too."""
+        (admission,) = await self._admit_all([(message, correlation_id)])
+        return admission
+
+    async def _admit_all(self, offered: Sequence[tuple[InboundMessage, str]]) -> list[Admission]:
+        messages = [message for message, _ in offered]
         admitted = self._reserve(messages)
         refused = self._refusals(messages[len(admitted) :])
         if not admitted:
             return refused
-        entries = [(message, new_correlation_id()) for message in admitted]
+        entries = list(offered[: len(admitted)])
         try:
             entry_ids = await self._store.inbound.record_many(entries)
         except BaseException:

@@ -30,6 +30,7 @@ from bot.delivery.writer import Record, ReplyWriter
 from bot.hub import ChannelHub, ChannelState
 from bot.messages import OutboundKind, OutboundText, TextEdit, utc_now
 from bot.pipeline.bus import Accepted, InboundBus
+from bot.pipeline.push_types import AWAITING_PICKUP, PICKED_UP
 from bot.pipeline.sessions import Sessions
 from bot.pipeline.turn_marks import MAX_INTERRUPTED_RUNS, TurnMark
 from bot.ports import ChannelCapabilities, Store
@@ -250,6 +251,8 @@ async def recover(  # noqa: PLR0913 - what a recovery touches
             continue
         if left != mark:  # this crash counted: remember it before the re-run
             await store.inbound.update(entry.id, InboundStatus.RUNNING, reason=left.encode())
+        if entry.reason == AWAITING_PICKUP:  # a CLI prompt: requeued here, not by ``pushes``
+            await store.inbound.update(entry.id, entry.status, reason=PICKED_UP)
         if started and turn not in resumed:  # one notice per interrupted turn
             resumed.add(turn)
             await notify(entry, RESUMING_NOTICE, "recovery")

@@ -23,6 +23,7 @@ from bot.messages import (
     ChatType,
     ConversationKey,
     InboundMessage,
+    MessageOrigin,
     OutboundKind,
     Reaction,
 )
@@ -117,6 +118,8 @@ class Router:
         """Route one message; returns its outcome (the ``outcome`` label of the metric)."""
         message = item.message
         self._outbox.mark_reachable((message.channel, message.account_id, message.chat_id))
+        if message.origin is MessageOrigin.OPERATOR:
+            return await self._pushed(item)
         if message.sender.is_bot and self._ignores_bots(message.channel):
             return await self._drop(item, DropReason.FROM_BOT)
         parsed = self._parse_command(message)
@@ -147,6 +150,19 @@ class Router:
         key = await self._sessions.key_for(message)
         request = TurnRequest(key=key, destination=destination_for(message, key), items=(item,))
         return await self._submit(item, request)
+
+    async def _pushed(self, item: Accepted) -> str:
+        """A prompt the operator pushed (``run_agent``, design §19): its token authorised it, so
+        access, addressing and commands do not apply; only a paused channel holds it off."""
+        message = item.message
+        if self._hub.is_paused(message.channel):
+            return await self._drop(item, DropReason.PAUSED)
+        key = self._sessions.scoped_key(message)
+        request = TurnRequest(key=key, destination=destination_for(message, key), items=(item,))
+        outcome = self._lanes.submit(request, self._settings().conversations.busy_policy)
+        if outcome is SubmitOutcome.REJECTED:  # no "busy" notice: nobody in the chat asked
+            return await self._drop(item, DropReason.BUSY)
+        return ACCEPTED
 
     def _ignores_bots(self, channel: str) -> bool:
         """Other bots are ignored unless the channel opts in (adapters drop our own)."""

@@ -10,9 +10,10 @@ platform. A channel without threads degrades ``topic`` to ``user``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from bot.config.settings import GroupScope, Settings
-from bot.messages import ChatType, ConversationKey, Destination, InboundMessage
+from bot.messages import ChatType, ConversationKey, Destination, InboundMessage, MessageOrigin
 from bot.ports import AgentBackend, Store
 from bot.records import Conversation
 
@@ -46,6 +47,14 @@ class Sessions:
         return self.scoped_key(message)
 
     def scoped_key(self, message: InboundMessage) -> ConversationKey:
+        if message.origin is MessageOrigin.OPERATOR:
+            return self.pushed_key(
+                ChatAddress(
+                    channel=message.channel, account_id=message.account_id,
+                    chat_id=message.chat_id, chat_type=message.chat_type,
+                    topic_id=message.thread_root_id, user_id=message.sender.id or None,
+                )
+            )  # fmt: skip
         base = ConversationKey(
             channel=message.channel, account_id=message.account_id, chat_id=message.chat_id
         )
@@ -62,6 +71,15 @@ class Sessions:
             return _key_with_scope(base, user_id=message.sender.id)
         return _key_with_scope(base, topic_id=message.thread_root_id or message.message_id)
 
+    def pushed_key(self, address: ChatAddress) -> ConversationKey:
+        """The conversation a push names (design §19): a DM's chat (and thread, if named); a
+        group's by its scope, from what the push names: ``topic`` its topic (none: the chat's
+        top level), ``user`` that member's (none: the whole chat), ``chat`` the chat."""
+        scope = self._settings().channel_policy(address.channel).group_scope
+        if scope is GroupScope.TOPIC and not self._threads_supported(address.channel):
+            scope = GroupScope.USER
+        return pushed_key(address, scope)
+
     async def ensure_thread(self, key: ConversationKey) -> Conversation:
         """The key's active thread, created on first use. Safe under concurrency: the store
         keeps exactly one active thread per key and ``bind`` returns the winner."""
@@ -75,6 +93,30 @@ class Sessions:
         thread_id = await self._agent.create_thread()
         await self._store.clarifications.cancel_for_key(key)
         return await self._store.conversations.rotate(key, thread_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatAddress:
+    """A chat (and a topic or member in it) named by the operator, not by a platform message."""
+
+    channel: str
+    account_id: str = ""
+    chat_id: str
+    chat_type: ChatType
+    topic_id: str | None = None
+    user_id: str | None = None
+
+
+def pushed_key(address: ChatAddress, scope: GroupScope) -> ConversationKey:
+    """``Sessions.pushed_key`` for a known ``group_scope`` (the CLI has no running channels)."""
+    base = ConversationKey(
+        channel=address.channel, account_id=address.account_id, chat_id=address.chat_id
+    )
+    if address.chat_type is ChatType.DM or scope is GroupScope.TOPIC:
+        return _key_with_scope(base, topic_id=address.topic_id)
+    if scope is GroupScope.USER:
+        return _key_with_scope(base, user_id=address.user_id)
+    return base
 
 
 def destination_for(message: InboundMessage, key: ConversationKey) -> Destination:

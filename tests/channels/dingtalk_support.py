@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bot.app import Daemon
 from bot.config.settings import Settings
 from bot.kernel import Kernel
 from bot.ops.http import RouteTable
@@ -57,6 +58,9 @@ class DingTalkRun:
     health: HealthLog
     fake: FakeDingTalk
 
+    daemon: Daemon | None = None
+    """The daemon (its HTTP server: the push API, design §19)."""
+
     async def settle(self) -> None:
         """Wait until every accepted message was routed, run and delivered (or given up)."""
         await self.kernel.lanes.wait_idle()
@@ -84,7 +88,7 @@ async def dingtalk_daemon(
     async with running(settings, [channel, *others], agent) as handle:
         if wait_connected:
             await health.wait_for("connected", within=WAIT_S)
-        yield DingTalkRun(handle.kernel, channel, health, fake)
+        yield DingTalkRun(handle.kernel, channel, health, fake, daemon=handle.daemon)
 
 
 def texts(fake: FakeDingTalk, conversation: str | None = None) -> list[str]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bot.app import Daemon
 from bot.config.settings import Settings
 from bot.kernel import Kernel
 from bot.ops.http import RouteTable
@@ -68,6 +69,9 @@ class FeishuRun:
     fake: FakeFeishu
     events_url: str = ""
     """Where events are POSTed in webhook mode (the adapter's route on a loopback server)."""
+
+    daemon: Daemon | None = None
+    """The daemon (its HTTP server: the push API, design §19)."""
 
     async def send(self, text: str | None = None, **fields: Any) -> str:
         """A user's message, over the long connection or the webhook; its message_id."""
@@ -125,7 +129,7 @@ async def feishu_daemon(
         handle = await stack.enter_async_context(running(settings, [channel, *others], agent))
         if wait_connected:
             await health.wait_for("connected", within=WAIT_S)
-        yield FeishuRun(handle.kernel, channel, health, fake, events_url)
+        yield FeishuRun(handle.kernel, channel, health, fake, events_url, daemon=handle.daemon)
 
 
 # --------------------------------------------------------------------------- fake helpers

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bot.app import Daemon
 from bot.config.settings import Settings
 from bot.kernel import Kernel
 from bot.ops.http import RouteTable
@@ -71,6 +72,9 @@ class SlackRun:
     events_url: str = ""
     """Where the fake POSTs events in HTTP mode (the adapter's route on a loopback server)."""
 
+    daemon: Daemon | None = None
+    """The daemon (its HTTP server: the push API, design §19)."""
+
     async def settle(self) -> None:
         """Wait until every accepted message was routed, run and delivered (or given up)."""
         await self.kernel.lanes.wait_idle()
@@ -102,7 +106,7 @@ async def slack_daemon(
         handle = await stack.enter_async_context(running(settings, [channel, *others], agent))
         if wait_connected:
             await health.wait_for("connected")
-        yield SlackRun(handle.kernel, channel, health, fake, events_url)
+        yield SlackRun(handle.kernel, channel, health, fake, events_url, daemon=handle.daemon)
 
 
 # --------------------------------------------------------------------------- fake helpers

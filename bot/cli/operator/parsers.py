@@ -18,6 +18,7 @@ from bot.cli.operator.runner import add_leaf, positive
 from bot.cli.options import Subcommands
 
 VIEWS = "bot.cli.operator.views"
+SEND = "bot.cli.operator.send"
 STORAGE = "bot.cli.operator.storage"
 ACTIONS = "bot.cli.operator.actions"
 STATES = ("pending", "sent", "dead")
@@ -38,9 +39,34 @@ def add_commands(commands: Subcommands) -> None:
     users.add_argument("--channel", help="only this channel")
     audit = add_leaf(commands, "audit", "the latest admin actions", f"{VIEWS}:audit")
     audit.add_argument("--limit", type=positive, default=50, help="at most N (50)")
+    _add_send(commands)
     _add_outbox(commands)
     _add_pairing(commands)
     _add_store(commands)
+
+
+def _add_send(commands: Subcommands) -> None:
+    send = add_leaf(
+        commands, "send", "push a message, a file or an agent prompt into a chat", f"{SEND}:send"
+    )
+    send.add_argument("text", metavar="TEXT", nargs="?", help="Markdown text, or the prompt")
+    send.add_argument("--channel", required=True, help="a configured channel")
+    send.add_argument("--chat", required=True, help="the platform's chat id")
+    send.add_argument("--topic", help="the conversation's topic or thread (as trace shows it)")
+    send.add_argument("--account", help="the chat's account (default: as last journaled)")
+    send.add_argument("--user", help="the member's conversation, in a user-scoped group")
+    send.add_argument(
+        "--chat-type", choices=("dm", "group"), help="needed for a chat nothing came from yet"
+    )
+    send.add_argument("--file", metavar="PATH", help="send this file instead of TEXT")
+    send.add_argument("--name", help="the file's name in the chat (default: its own)")
+    send.add_argument("--caption", default="", help="a caption for --file")
+    send.add_argument(
+        "--run-agent", action="store_true", help="run TEXT as a prompt in the conversation"
+    )
+    send.add_argument("--idempotency-key", metavar="KEY", help="the same key sends once, ever")
+    delivery = add_leaf(commands, "delivery", "where a pushed delivery stands", f"{SEND}:delivery")
+    delivery.add_argument("delivery_id", metavar="DELIVERY_ID", help="what `send` printed")
 
 
 def _add_outbox(commands: Subcommands) -> None:

@@ -25,7 +25,7 @@ from bot.cli.operator.output import (
 )
 from bot.cli.operator.readyz import Readiness, fetch_readiness, readiness_json
 from bot.cli.operator.runner import EXIT_FAILED, opened_store
-from bot.cli.operator.trace import trace_json, trace_message, trace_text
+from bot.cli.operator.trace import trace_json, trace_message, trace_push, trace_text
 from bot.cli.options import CommandFailed
 from bot.config.settings import Settings
 from bot.exit_codes import EXIT_OK
@@ -161,6 +161,13 @@ async def conversations(args: argparse.Namespace, settings: Settings) -> int:
 async def trace(args: argparse.Namespace, settings: Settings) -> int:
     async with opened_store(settings) as store:
         traces = await trace_message(store, args.message_id, args.channel)
+        pushed = None if traces else await trace_push(store, args.message_id)
+    if pushed is not None:
+        if args.json:
+            print_json(pushed[0])
+        else:
+            print(pushed[1])
+        return EXIT_OK
     if not traces:
         where = f" on {args.channel}" if args.channel else ""
         days = settings.daemon.journal_retention_days
