@@ -31,14 +31,13 @@ from bot.ports.channel import (
     WebhookHandler,
     WebhookRoutes,
 )
+from bot.ports.leases import Hold, LeaseStore
 from bot.ports.store import (
     AccessStore,
     AuditLog,
     ClarificationStore,
     ConversationStore,
-    Hold,
     InboundJournal,
-    LeaseStore,
     LinkStore,
     OutboxStore,
     ReplicaStore,

@@ -25,7 +25,7 @@ from bot.messages import (
     SentRef,
     TextEdit,
 )
-from bot.ports.store import Hold
+from bot.ports.leases import Hold
 
 
 class Admission(StrEnum):
