@@ -32,8 +32,10 @@ from bench.netns import PREFIX, problem
 from tests.postgres import require_postgres
 
 REPO = Path(__file__).resolve().parents[2]
-LIMIT_S = 55.0
-"""The subprocess is stopped (SIGTERM: it cleans up) past this."""
+LIMIT_S = 150.0
+"""The subprocess is stopped (SIGTERM: it cleans up) past this. A quiet 2-core machine needs
+about 25 s; three replicas importing LangGraph at once on a machine busy with other work took
+over 55 s to be ready once, which is slowness, not a fault of what is tested."""
 
 
 def _run_bench(store_url: str) -> tuple[int, dict[str, Any], str]:
@@ -66,7 +68,7 @@ def _ours(tag: str) -> list[str]:
     return found + [line for line in links.splitlines() if f"sbp{tag}" in line]
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(240)
 def test_short_partition_and_stall_answer_everything_once_and_leave_nothing_behind(
     record_property: Callable[[str, object], None], capsys: pytest.CaptureFixture[str]
 ) -> None:
