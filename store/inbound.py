@@ -31,12 +31,17 @@ _INSERT: Final = (
     " RETURNING id, channel, account_id, chat_id, message_id"
 )
 """``{rows}`` is only ever placeholders, one group per entry."""
+_UNFINISHED_SQL: Final = ", ".join(f"'{status}'" for status in UNFINISHED_INBOUND)
 _UPDATE: Final = (
-    "UPDATE inbound SET status = ?, updated_at = ?, reason = COALESCE(?, reason),"
+    "UPDATE inbound SET status = ?, updated_at = ?, reason = COALESCE(?, reason),"  # noqa: S608 - constant fragments; values are parameters
     " key_channel = COALESCE(?, key_channel), key_account_id = COALESCE(?, key_account_id),"
     " key_chat_id = COALESCE(?, key_chat_id), key_topic_id = COALESCE(?, key_topic_id),"
     " key_user_id = COALESCE(?, key_user_id), thread_id = COALESCE(?, thread_id) WHERE id = ?"
+    f" AND (status IN ({_UNFINISHED_SQL}) OR ? NOT IN ({_UNFINISHED_SQL}))"
 )
+"""A finished entry stays finished: no update makes it unfinished again. A replica that lost
+the chat while its store was out of reach issues its turn's marks late, after the new holder
+answered; an entry reopened so would be nobody's work for good (design §11, fencing)."""
 
 
 class SqlInboundJournal(InboundJournal):
@@ -79,7 +84,7 @@ class SqlInboundJournal(InboundJournal):
         key_params = (None,) * 5 if key is None else key_values(key)
         now = self._time(self._db.now())
         await self._db.execute_batched(
-            _UPDATE, (status, now, reason, *key_params, thread_id, entry_id)
+            _UPDATE, (status, now, reason, *key_params, thread_id, entry_id, status)
         )
 
     @override

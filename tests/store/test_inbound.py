@@ -100,6 +100,20 @@ async def test_update_changes_only_what_it_is_given(
     assert (entry.status, entry.reason) == (InboundStatus.DROPPED, "not_allowed")
 
 
+async def test_a_finished_entry_is_never_reopened(store: BackendStore) -> None:
+    """A late turn mark (a replica that lost the chat while its store was out of reach) must
+    not make an answered message unfinished again: nobody would ever finish it."""
+    entry_id = await record(store, inbound("m1"), "c")
+    assert entry_id is not None
+    await store.inbound.update(entry_id, InboundStatus.HANDLED, reason="answered")
+    await store.inbound.update(entry_id, InboundStatus.RUNNING, reason="turn t-late")
+    await store.inbound.update(entry_id, InboundStatus.ACCEPTED)
+    entry = await journal_entry(store, "m1")
+    assert entry is not None
+    assert (entry.status, entry.reason) == (InboundStatus.HANDLED, "answered")
+    assert await store.inbound.unfinished() == []
+
+
 async def test_unfinished_entries_are_resumable_after_reopening(
     make_store: StoreFactory, clock: ManualClock
 ) -> None:
