@@ -2,11 +2,13 @@
 replicas, each in a network namespace of its own, one cut off from PostgreSQL and later one
 stopped with SIGSTOP, each past a 2 s ``daemon.replica_expiry_s`` with turns in flight.
 
-Every question is answered exactly once in both phases, in order, with no placeholder left
-and none showing the answer beside the final (``shown_twice``): the stalled or cut-off replica
-is fenced out of the chats taken from it (design §11 "replicas"). Both phases settle, every
-replica stops with exit 0, and nothing is left behind (namespaces, veth links, the /24 route,
-processes, the schema).
+Every question is answered exactly once in both phases, in order: the stalled or cut-off
+replica is fenced out of the chats taken from it (design §11 "Fencing"). The stall phase also
+leaves no placeholder showing the answer beside the final (``shown_twice``); in the partition
+phase one may be left when the cut lands between a placeholder's send and its record (the new
+holder cannot know the message), so there it is reported, not asserted. Both phases settle,
+every replica stops with exit 0, and nothing is left behind (namespaces, veth links, the /24
+route, processes, the schema).
 
 The benchmark runs as a subprocess: its replicas and the fake Telegram talk to the addresses of
 the namespaces it creates on this machine, which the suite's loopback guard (rightly) refuses
@@ -91,10 +93,13 @@ def test_short_partition_and_stall_answer_everything_once_and_leave_nothing_behi
         assert phase["score"]["lost"] == 0, f"{name}: unanswered questions\n{text}"
         assert phase["score"]["duplicated"] == 0, f"{name}: answered twice\n{text}"
         assert phase["score"]["reordered_chats"] == 0, f"{name}: out of order\n{text}"
-        assert phase["score"]["left_placeholders"] == 0, f"{name}: placeholders left\n{text}"
-        assert phase["shown_twice"] == [], f"{name}: an answer shown twice\n{text}"
         assert phase["settled"], f"{name} did not settle\n{text}"
         assert phase["turns_running_at_fault"], f"{name}: the fault hit no turn\n{text}"
+    # SIGSTOP stops every call, so nothing a stalled replica sent goes unrecorded; a cut from the
+    # store can land between a placeholder's send and its record (design §11 "Fencing").
+    stall = report["stall"]
+    assert stall["score"]["left_placeholders"] == 0, f"stall: placeholders left\n{text}"
+    assert stall["shown_twice"] == [], f"stall: an answer shown twice\n{text}"
     assert report["exit_codes"] == {f"part-{i}": [0] for i in range(3)}, text
     cleanup = report["cleanup"]
     assert cleanup["clean"], text
