@@ -10,6 +10,11 @@ the chat (``on_lost``), logs it and counts it (``switchboard_fenced_total{what}`
 new holder answers. After each heartbeat the replica also compares all its tokens at once
 (``verify``), so a stall is noticed within a beat even in a chat with nothing to send.
 
+Only a chat the store no longer names this replica's counts as lost: a token that differs while
+the lease is still this replica's (a grant cached from before a hand-over, or the chat lost and
+granted back) is only learnt, because the chat's journal entries are in this replica's hands and
+nobody else would ever run them if its work were dropped.
+
 A lone daemon on a store that is not shared holds every chat: nothing is asked, nothing is
 fenced, and no statement is added.
 
@@ -31,6 +36,7 @@ from bot.records import Adoption, ChatRef, LeaseFence
 logger = logging.getLogger(__name__)
 
 LostChats = Callable[[frozenset[ChatRef]], None]
+"""Told of a set of chats (lost to, or taken from, another replica)."""
 
 
 class ChatFence:
@@ -42,6 +48,9 @@ class ChatFence:
         """The token of each chat this replica was granted and has not lost or handed on."""
         self.on_lost: list[LostChats] = []
         """Told of chats found lost: drop what is running or queued for them."""
+        self.on_taken: list[LostChats] = []
+        """Told of chats granted here that another replica held (what this process cached of
+        them, their questions' askers say, is old)."""
 
     @property
     def shared(self) -> bool:
@@ -51,12 +60,11 @@ class ChatFence:
         """What an ``adopt`` found: the tokens of the chats held, and chats another holds."""
         if not self.shared:
             return
-        lost = {chat for chat, token in adoption.tokens.items() if self._stale(chat, token)}
-        lost |= {chat for chat in adoption.others if chat in self._tokens}
-        self._lose(lost, "claim")
+        if adoption.claimed:
+            for callback in self.on_taken:
+                callback(adoption.claimed)
+        self._lose(set(adoption.others), "claim")
         self._tokens.update(adoption.tokens)
-        for chat in adoption.others:
-            self._tokens.pop(chat, None)
 
     def forget(self, chats: Iterable[ChatRef]) -> None:
         """Chats this replica hands on (rebalancing, a clean stop): not a loss."""
@@ -91,23 +99,22 @@ class ChatFence:
             return
         known = dict(self._tokens)
         current = await self._leases.tokens(self._replica)
-        changed = {chat for chat, token in known.items() if current.get(chat) != token}
         # A grant noted while the store was asked is newer than what it said.
-        self._lose({chat for chat in changed if self._tokens.get(chat) == known[chat]}, "verify")
+        gone = {c for c, t in known.items() if c not in current and self._tokens.get(c) == t}
+        self._lose(gone, "verify")
+        for chat, token in current.items():
+            if chat in self._tokens:
+                self._tokens[chat] = token
 
     async def _current(self, chat: ChatRef, what: str) -> int | None:
+        """The chat's token if this replica holds it now (learnt here if it was handed the
+        chat); ``None``, and the chat lost, if another does or nobody does."""
         token = (await self._leases.tokens(self._replica, [chat])).get(chat)
-        if token is None or self._stale(chat, token):
+        if token is None:
             self._lose({chat}, what)
             return None
-        self._tokens[chat] = token  # learnt here if this replica was handed the chat
+        self._tokens[chat] = token
         return token
-
-    def _stale(self, chat: ChatRef, token: int) -> bool:
-        """Whether this replica's token for ``chat`` is older than the one it holds now: it
-        lost the chat and was granted it again, and what it had of the first grant is old."""
-        known = self._tokens.get(chat)
-        return known is not None and known != token
 
     def _lose(self, chats: Collection[ChatRef], what: str) -> None:
         lost = frozenset(chat for chat in chats if chat in self._tokens)

@@ -8,7 +8,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from prometheus_client import Counter
 
+from bot.delivery.fence import ChatFence
 from bot.errors import ChatLost
 from bot.records import ChatRef, InboundStatus, LeaseFence, OutboxState
 from store.sqlite import SqliteStore
@@ -92,6 +94,27 @@ async def test_a_hand_over_is_a_new_grant(pair: tuple[BackendStore, BackendStore
     assert (await a.leases.tokens("b"))[C1] > granted
     with pytest.raises(ChatLost):
         await a.outbox.enqueue_rows([item("one")], fence=LeaseFence("a", C1, granted))
+
+
+async def test_the_holder_never_drops_its_work_for_a_token_it_did_not_see(
+    pair: tuple[BackendStore, BackendStore],
+) -> None:
+    """The chat went to ``b`` and back to ``a`` without ``a``'s fence hearing of it: the lease
+    is ``a``'s, so is the chat's work; the new token is learnt and nothing is dropped."""
+    a, b = pair
+    fence = ChatFence(a.leases, "a", Counter("fenced", "", ["what"], registry=None))
+    lost: list[frozenset[ChatRef]] = []
+    fence.on_lost.append(lost.append)
+    fence.note(await a.leases.adopt("a", START, EXPIRY_S, [C1]))
+    for owner, to in (("a", "b"), ("b", "a")):
+        moved = await a.leases.hand_over(owner, to, [C1], now=START, expiry_s=EXPIRY_S, quiet_s=0)
+        assert moved == [C1]
+    assert await fence.holds(C1, "send")
+    await fence.verify()
+    assert (await fence.grant(C1)) == LeaseFence("a", C1, (await a.leases.tokens("a"))[C1])
+    await take_over(b)
+    assert not await fence.holds(C1, "send")
+    assert lost == [frozenset({C1})]
 
 
 async def test_sqlite_has_no_fence_to_check(tmp_path: Path) -> None:
