@@ -33,6 +33,7 @@ from typing_extensions import override
 from agent.checkpoints import checkpointer
 from agent.graph import MODEL_NODE, REQUEST_TIMEOUT_S, AgentGraph, build_graph, chat_model
 from agent.lazy import describe
+from agent.schedule_tools import SCHEDULER_KEY
 from agent.tools import PRESENT_TOOL, build_tools
 from bot.config.settings import Settings
 from bot.config.store import StoreBackend
@@ -159,7 +160,7 @@ class EmbeddedBackend(StartClose):
         graph = self._require_graph()
         workspace = _workspace(self._settings.workspace_root, thread_id)
         config: RunnableConfig = {
-            "configurable": {"thread_id": thread_id},
+            "configurable": {"thread_id": thread_id, SCHEDULER_KEY: turn.scheduler},
             "recursion_limit": RECURSION_LIMIT,
         }
         recorder = _TurnRecorder()

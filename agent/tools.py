@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import interrupt
 
+from agent.schedule_tools import build_schedule_tools
 from bot.workspace import PathEscape, ThreadWorkspace
 
 CLARIFY_TOOL = "ask_clarification"
@@ -192,6 +193,7 @@ def build_tools(state_dir: Path) -> list[BaseTool]:
             description=_PRESENT,
             response_format="content_and_artifact",
         ),
+        *build_schedule_tools(),
     ]
 
 

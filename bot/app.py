@@ -35,6 +35,7 @@ from bot.ops.pushes import daemon_pusher
 from bot.ops.readiness import Readiness
 from bot.ops.reload import Reloader
 from bot.ops.replica import ReplicaHeartbeat, identify
+from bot.ops.schedules import start_proactive_loops
 from bot.ops.sdnotify import SystemdNotifier, announce_channels
 from bot.ops.shared_storage import warn_unless_shared
 from bot.ops.supervision import ChannelFactory, Fleet, SupervisionPolicy
@@ -166,9 +167,11 @@ class Daemon:
                 self.settings.http, readiness, kernel.counters, routes, heartbeat.replica,
                 push=push,
             )  # fmt: skip
-            if not store.leases.shared:  # a shared store's ``ownership`` sweep takes CLI prompts
-                self.kernel_tasks.start("pushes", functools.partial(pusher.pick_up, self.ready))
-                stack.push_async_callback(self.kernel_tasks.stop)
+            start_proactive_loops(
+                self.kernel_tasks, self.ready, settings=self.settings, store=store, pusher=pusher,
+                replica_id=heartbeat.replica.id, counters=kernel.counters,
+            )  # fmt: skip
+            stack.push_async_callback(self.kernel_tasks.stop)
             await self.http.start()
             stack.push_async_callback(self.http.aclose)
             await heartbeat.beat()  # live, as the others see it, before taking work over

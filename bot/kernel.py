@@ -28,6 +28,7 @@ from bot.pipeline.ownership import ChatOwnership
 from bot.pipeline.rebalance import Rebalancer
 from bot.pipeline.recovery import LeftPlaceholders, Notify, notice_sender, recover
 from bot.pipeline.router import Router, RouterDeps
+from bot.pipeline.schedule_book import ScheduleBook, turn_schedulers
 from bot.pipeline.sessions import Sessions
 from bot.pipeline.turns import TurnDeps, TurnRunner
 from bot.ports import AgentBackend, Channel, Store
@@ -142,11 +143,12 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
         TurnDeps(
             settings=settings, store=store, agent=agent, hub=hub, sessions=sessions,
             outbox=outbox, limiter=limiter, clarifications=clarifications, counters=counters,
-            fence=fence,
+            fence=fence, scheduler_for=turn_schedulers(ScheduleBook(settings, store)),
         )
     )  # fmt: skip
     lanes = Lanes(runner, current.agent.max_concurrent_runs)
     fence.on_lost += [lanes.drop_chats, clarifications.forget_chats]
+    fence.on_taken.append(clarifications.forget_chats)
     commands = default_registry()
     placeholders = LeftPlaceholders(store, outbox, hub)
     notify = notice_sender(outbox.submit, sessions, hub.capabilities_of)
@@ -161,7 +163,6 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
             moved=counters.replicas.chats_rebalanced, fence=fence,
         ),
         fence=fence,
-        on_taken=clarifications.forget_chats,
     )  # fmt: skip
     router = Router(
         RouterDeps(

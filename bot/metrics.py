@@ -57,11 +57,31 @@ class ReplicaMetrics:
         )
 
 
-class PushMetrics:
-    """Pushes through the HTTP push API (design §19), by kind and outcome: ``accepted``,
-    ``repeated`` (an Idempotency-Key seen before), or why one was refused."""
+class ScheduleMetrics:
+    """Schedules (design §19 "Schedules"): firings by outcome, and how many are active."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
+        self.firings = Counter(
+            "switchboard_schedule_firings",
+            "Schedule firings by outcome (delivered, late, skipped, failed).",
+            ["outcome"],
+            registry=registry,
+        )
+        self.active = Gauge(
+            "switchboard_schedules_active",
+            "Active schedules on the store, as this daemon's schedules loop last counted.",
+            registry=registry,
+        )
+
+
+class PushMetrics:
+    """Pushes (design §19): requests to the HTTP push API by kind and outcome (``accepted``,
+    ``repeated`` for an Idempotency-Key seen before, or why one was refused), and how the
+    outbox rows that deliver pushes ended, counted by the replica that finished them."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.schedules = ScheduleMetrics(registry)
+        """Schedule firings, which push too (kept here: ``Counters`` is full)."""
         self.requests = Counter(
             "switchboard_pushes",
             "Push API requests by kind (text, file, run_agent) and outcome (accepted, repeated,"
@@ -69,9 +89,19 @@ class PushMetrics:
             ["kind", "outcome"],
             registry=registry,
         )
+        self.deliveries = Counter(
+            "switchboard_push_deliveries",
+            "Outbox rows delivering a push (text, file, or a run_agent answer) that this"
+            " replica finished, by kind and outcome (sent, dead).",
+            ["kind", "outcome"],
+            registry=registry,
+        )
 
     def count(self, kind: str, outcome: str) -> None:
         self.requests.labels(kind=kind, outcome=outcome).inc()
+
+    def delivered(self, kind: str, outcome: str) -> None:
+        self.deliveries.labels(kind=kind, outcome=outcome).inc()
 
 
 class Counters:

@@ -19,6 +19,7 @@ from store.dialect import Backend
 from store.inbound import SqlInboundJournal
 from store.outbox import SqlOutboxStore
 from store.replicas import SqlReplicaStore
+from store.schedules import SqlScheduleStore
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +88,11 @@ class Tables(StartClose, Store):
     def chats(self) -> SqlChatDirectory:
         """What the journal knows of a chat (``bot.ports.chats``: pushes, design §19)."""
         return SqlChatDirectory(self._backend)  # stateless: no attribute of its own
+
+    @property
+    def schedules(self) -> SqlScheduleStore:
+        """Schedules and their firings (``bot.ports.schedules``, design §19)."""
+        return SqlScheduleStore(self._backend)  # stateless: no attribute of its own
 
     @override
     async def start(self) -> None:

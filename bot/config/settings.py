@@ -12,6 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from typing_extensions import override
@@ -301,6 +302,27 @@ class ChannelsSettings(Section):
         return {name: block for name, block in self.blocks().items() if block.enabled}
 
 
+class ScheduleSettings(Section):
+    """Durable schedules (design §19 "Schedules"): limits and the defaults a new one takes."""
+
+    enabled: bool = True
+    max_per_chat: int = Field(default=20, ge=0)
+    """Active schedules one chat may have (0: none may be created)."""
+    max_total: int = Field(default=1000, ge=0)
+    misfire_grace_s: int = Field(default=300, ge=0)
+    """A firing missed (the daemon was down) by at most this is delivered late; else skipped."""
+    default_timezone: str = "UTC"
+
+    @field_validator("default_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (an IANA name: Europe/Berlin)") from None
+        return value
+
+
 class Settings(Section):
     config_version: int
     state_dir: Path = Path("./var")
@@ -312,6 +334,7 @@ class Settings(Section):
     daemon: DaemonSettings = DaemonSettings()
     channels: ChannelsSettings = ChannelsSettings()
     store: StoreSettings = StoreSettings()
+    schedules: ScheduleSettings = ScheduleSettings()
     workspace_dir: Path | None = None
     """Where per-thread workspaces live (``<workspace_dir>/threads/<thread_id>``); default
     ``state_dir``. Several replicas on one PostgreSQL store need it on shared storage."""

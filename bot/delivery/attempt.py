@@ -18,6 +18,7 @@ from bot.backoff import Backoff
 from bot.delivery.bounded import RecentSet
 from bot.delivery.failures import SendFailures
 from bot.delivery.fence import ChatFence
+from bot.delivery.push_rows import push_kind
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
 from bot.errors import MessageGone, SendError, SendErrorKind
 from bot.hub import ChannelHub, ChannelState
@@ -33,7 +34,7 @@ from bot.messages import (
     TextEdit,
     utc_now,
 )
-from bot.metrics import Counters
+from bot.metrics import Counters, PushMetrics
 from bot.ports import Channel, Store
 from bot.records import ChatRef, OutboxRow
 
@@ -77,6 +78,7 @@ class Attempts:
         self._hub = hub
         self._limiter = limiter
         self._failures = SendFailures(limiter, counters)
+        self._pushes: PushMetrics = counters.pushes
         self._max_attempts = policy.max_attempts
         self._backoff = policy.backoff
         self._clock = policy.clock
@@ -101,7 +103,14 @@ class Attempts:
         except SendError as exc:
             return await self.failed(row, exc)
         await self._store.outbox.mark_sent(row.id, ref.message_ids)
+        self._count_push(row, "sent")
         return AttemptOutcome(finished=True, sent=ref)
+
+    def _count_push(self, row: OutboxRow, outcome: str) -> None:
+        """``switchboard_push_deliveries_total``: how the rows delivering pushes end."""
+        kind = push_kind(row.item)
+        if kind is not None:
+            self._pushes.delivered(kind, outcome)
 
     async def _held_back(
         self, row: OutboxRow, delivery: Delivery, key: DestinationKey
@@ -164,6 +173,7 @@ class Attempts:
 
     async def _dead(self, row: OutboxRow, error: str) -> AttemptOutcome:
         await self._store.outbox.mark_dead(row.id, error)
+        self._count_push(row, "dead")
         if _kind_of(row.item.delivery) is OutboundKind.PROGRESS:
             # Progress is the first thing dropped under pressure, by design (design §8).
             logger.info("progress update dropped row=%s: %s", row.id, error)

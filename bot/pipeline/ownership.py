@@ -13,6 +13,7 @@ by the next message, a new topic anchored at a message.
 - **Sweep** (``run``, the kernel task ``ownership``: on a wake-up, else every ``SWEEP_S``):
   messages journaled for this replica's chats, and the chats of replicas that are gone (killed,
   or stopped with work left) with their unfinished messages and pending outbox rows, are taken.
+  A wake-up also makes the outbox poll: rows another process recorded (a push) go out at once.
   What a gone replica had in hand is recovered as a restart recovers it (design §11): an answer
   already recorded is delivered, a started turn runs again with the resuming notice, the
   placeholders it left are finished or withdrawn; the chat's outbox rows wait meanwhile.
@@ -29,7 +30,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Collection, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Final
 
 from bot.delivery.fence import ChatFence
@@ -69,7 +70,6 @@ class ChatOwnership:
         submit: Submit,
         rebalancer: Rebalancer,
         fence: ChatFence,
-        on_taken: Callable[[Collection[ChatRef]], None] = lambda _chats: None,
         warm: Callable[[], None] = lambda: None,
     ) -> None:
         self._leases = store.leases
@@ -81,14 +81,19 @@ class ChatOwnership:
         self._recover_left = functools.partial(recover, store, bus, notify, submit, warm=warm)
         self.rebalancer = rebalancer
         self._fence = fence
-        self._on_taken = on_taken
-        """Told of chats taken from another replica (what this process cached of them is old)."""
         self._woken = asyncio.Event()
         self.spawn: Spawn | None = None
         """Starts a kernel task unless it runs (``recovery:<channel>`` after a takeover)."""
         self.taken_over = 0
         """Chats taken from replicas that were gone (for logs and tests)."""
-        self._leases.on_wake(replica_id, self._woken.set)
+        self._leases.on_wake(replica_id, self._wake)
+
+    def _wake(self) -> None:
+        """Another process recorded work: messages journaled for this replica's chats (the
+        sweep takes them) or outbox rows (a push): the outbox looks at the store now instead
+        of at its next poll, so a push to a chat held here goes out at once."""
+        self._woken.set()
+        self._outbox.repoll()
 
     @property
     def shared(self) -> bool:
@@ -150,7 +155,6 @@ class ChatOwnership:
     async def _settle(self, adoption: Adoption, mine: dict[int, Accepted]) -> None:
         """Put what was taken on the bus in journal order; recover what a gone replica had."""
         if adoption.claimed:
-            self._on_taken(adoption.claimed)
             self.taken_over += len(adoption.claimed)
             for channel in await self._placeholders.collect(adoption.claimed):
                 if self.spawn is not None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from bot.config.settings import Settings
+from bot.delivery.push_rows import PUSH_TAG
 from bot.delivery.replies import ReplyContext
 from bot.delivery.writer import Record, ReplyWriter
 from bot.messages import (
@@ -43,7 +44,6 @@ from bot.pipeline.push_status import delivery_report
 from bot.pipeline.push_types import (
     AWAITING_PICKUP,
     PICKED_UP,
-    PUSH_TAG,
     DeliveryState,
     PushFile,
     PushKind,
@@ -242,7 +242,9 @@ class Pusher:
         """On a shared store, the chat's holder (or the sweep of an orphaned chat) sends; a
         daemon alone on its store notices ``LATEST_PUSH`` change (``pick_up``)."""
         if self._store.leases.shared:
-            await self._store.leases.wake(["*"])
+            await self._store.leases.wake(["*"])  # the holder's outbox polls (``ChatOwnership``)
+            if self._deps.repoll is not None:
+                self._deps.repoll()  # the holder may be this replica: no need to wait for it
         else:
             await self._store.settings.set(LATEST_PUSH, delivery_id)
 

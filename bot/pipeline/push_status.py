@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.delivery.push_rows import PUSH_TAG
 from bot.messages import OutboundFile
-from bot.pipeline.push_types import PUSH_TAG, DeliveryState, PushKind
+from bot.pipeline.push_types import DeliveryState, PushKind
 from bot.ports import Store
 from bot.records import InboundStatus, JournalEntry, OutboxRow, OutboxState
 

@@ -12,12 +12,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from bot.delivery.push_rows import DELIVERY_PREFIX
 from bot.errors import BotError
 from bot.messages import ChatType
 
-DELIVERY_PREFIX = "push-"
-PUSH_TAG = "push"
-"""The outbox rows of a text or file push are keyed ``<delivery id>/push/<n>``."""
 AWAITING_PICKUP = "push: recorded, waiting for the daemon"
 """The journal reason of a ``run_agent`` prompt the CLI recorded into a store no replica
 sweeps (SQLite): the daemon's ``pushes`` loop takes it (``Pusher.pick_up``)."""

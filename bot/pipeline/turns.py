@@ -41,6 +41,7 @@ from bot.ports import (
     TextDelta,
     Turn,
 )
+from bot.ports.schedules import TurnScheduler
 from bot.records import InboundStatus
 from bot.workspace import ThreadWorkspace
 
@@ -61,6 +62,8 @@ class TurnDeps:
     clarifications: Clarifications
     counters: Counters
     fence: ChatFence
+    scheduler_for: Callable[[TurnRequest], TurnScheduler | None] = lambda _request: None
+    """The schedules of the request's conversation, for the agent's tools (design §19)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,6 +90,7 @@ class TurnRunner:
         self._clarifications = deps.clarifications
         self._counters = deps.counters
         self._fence = deps.fence
+        self._scheduler_for = deps.scheduler_for
         self._workspaces: dict[str, ThreadWorkspace] = {}
 
     async def __call__(self, request: TurnRequest, token: CancelToken) -> None:
@@ -226,13 +230,17 @@ class TurnRunner:
         if request.answered is not None:
             sender = request.items[-1].message.sender if request.items else _system_sender()
             return Turn(
-                text=request.answer or "", sender=sender, resume_answer=request.answer or ""
-            )
+                text=request.answer or "", sender=sender, resume_answer=request.answer or "",
+                scheduler=self._scheduler_for(request),
+            )  # fmt: skip
         messages = [item.message for item in request.items]
         limit = self._settings().agent.max_upload_bytes
         uploads, notes = await save_uploads(channel, messages, workspace, limit)
         text = "\n\n".join(m.text for m in messages if m.text.strip())
-        return Turn(text=text, sender=messages[-1].sender, uploads=uploads, notes=notes)
+        return Turn(
+            text=text, sender=messages[-1].sender, uploads=uploads, notes=notes,
+            scheduler=self._scheduler_for(request),
+        )  # fmt: skip
 
     async def _ask(self, scope: _Scope, event: ClarificationRequest) -> None:
         ctx, caps = scope.replies.ctx, scope.channel.capabilities

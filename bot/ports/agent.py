@@ -10,6 +10,7 @@ from typing import Protocol
 from bot.messages import (
     Sender,
 )
+from bot.ports.schedules import TurnScheduler
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,6 +32,9 @@ class Turn:
     uploads: tuple[SavedUpload, ...] = ()
     notes: tuple[str, ...] = ()
     resume_answer: str | None = None
+    scheduler: TurnScheduler | None = None
+    """Schedules of this turn's own conversation, for the agent's schedule tools (none: the
+    tools say schedules are off); design §19 "Schedules"."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

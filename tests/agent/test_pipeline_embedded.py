@@ -8,17 +8,19 @@ and failures that end with a clear message.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from agent.embedded import EmbeddedBackend
 from bot.config.settings import Settings
-from bot.messages import ButtonPress, OutboundFile, OutboundText
+from bot.messages import ButtonPress, OutboundFile, OutboundText, TextEdit, utc_now
 from tests.agent.support import received, tool_results
 from tests.bot.harness import make_settings, running
-from tests.fakes.channel import PLAIN_CAPS, FakeChannel, dm
+from tests.fakes.channel import PLAIN_CAPS, FakeChannel, dm, group
 from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, Hang, Reply, ToolCall
 
 ASK = ToolCall(
@@ -178,3 +180,36 @@ async def test_unreachable_model_and_timeout(tmp_path: Path, model: FakeOpenAISe
         await channel.inject(dm("hello", message_id="1"))
         final = await channel.wait_text("did not finish within 0.5 seconds")
     assert "(ref `" in final.text
+
+
+async def test_a_reminder_the_agent_schedules_arrives_in_the_topic_it_was_asked_in(
+    tmp_path: Path, model: FakeOpenAIServer
+) -> None:
+    settings = _settings(tmp_path, model, access={"group_policy": "all"})
+    at = (utc_now() + timedelta(seconds=3)).astimezone(ZoneInfo("Europe/Berlin"))
+    remind = ToolCall(
+        name="schedule_message",
+        arguments={
+            "at": at.replace(tzinfo=None).isoformat(timespec="seconds"),
+            "timezone": "Europe/Berlin",
+            "kind": "message",
+            "text": "⏰ Stand-up now",
+        },
+        id="call_remind",
+    )
+    model.script(Reply(tool_calls=(remind,)), Reply(text="I'll remind you."))
+    channel = FakeChannel()
+    async with running(settings, [channel], _backend(settings)):
+        await channel.inject(group("remind me in 3 seconds", message_id="1", thread_root_id="t1"))
+        answer = await channel.wait_text("I'll remind you.")
+        reminder = await channel.wait_text("⏰ Stand-up now", within=15)
+        await channel.inject(group("/schedules", message_id="2", thread_root_id="t1"))
+        listed = await channel.wait_text("No active schedules")
+    result = tool_results(model.requests[1])["call_remind"]
+    assert "Scheduled #1 message at" in result
+    assert isinstance(answer.delivery, OutboundText | TextEdit)
+    assert isinstance(reminder.delivery, OutboundText)
+    assert isinstance(listed.delivery, OutboundText)
+    assert reminder.delivery.destination == answer.delivery.destination
+    assert reminder.delivery.destination.topic_id == "t1"
+    assert listed.delivery.destination.topic_id == "t1"

@@ -54,11 +54,16 @@ def present(tools: dict[str, BaseTool], *paths: str) -> ToolMessage:
 def test_tool_schemas_hide_the_injected_config(tools: dict[str, BaseTool]) -> None:
     assert sorted(tools) == [
         "ask_clarification",
+        "cancel_schedule",
         "list_files",
+        "list_schedules",
         "present_files",
         "read_file",
+        "schedule_message",
         "write_file",
     ]
+    assert set(tools["schedule_message"].args) == {"text", "at", "cron", "timezone", "kind"}
+    assert set(tools["cancel_schedule"].args) == {"schedule_id"}
     assert set(tools["write_file"].args) == {"path", "content"}
     assert set(tools["present_files"].args) == {"paths"}
     assert set(tools["list_files"].args) == set()
@@ -243,3 +248,12 @@ def test_threads_have_separate_workspaces(tools: dict[str, BaseTool], state_dir:
 
     assert call(tools, "read_file", config=_config("t-b"), path="x.txt").startswith("Error:")
     assert (state_dir.resolve() / "threads" / "t-a" / "outputs" / "x.txt").read_text() == "A"
+
+
+async def test_schedule_tools_without_a_scheduler_say_schedules_are_off(
+    tools: dict[str, BaseTool],
+) -> None:
+    result = await tools["schedule_message"].ainvoke(
+        {"text": "hi", "at": "2030-01-01T09:00"}, config=_config()
+    )
+    assert result == "Error: schedules are not available in this conversation."

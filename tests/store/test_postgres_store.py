@@ -41,6 +41,8 @@ TABLES = {
     "outbox",
     "chat_leases",
     "delivery_attempts",
+    "schedules",
+    "schedule_firings",
     "clarifications",
     "users",
     "pairing_requests",

@@ -21,6 +21,7 @@ VIEWS = "bot.cli.operator.views"
 SEND = "bot.cli.operator.send"
 STORAGE = "bot.cli.operator.storage"
 ACTIONS = "bot.cli.operator.actions"
+SCHEDULE = "bot.cli.operator.schedule"
 STATES = ("pending", "sent", "dead")
 """``bot.records.OutboxState`` values, spelled out so building the parser imports nothing."""
 
@@ -40,6 +41,7 @@ def add_commands(commands: Subcommands) -> None:
     audit = add_leaf(commands, "audit", "the latest admin actions", f"{VIEWS}:audit")
     audit.add_argument("--limit", type=positive, default=50, help="at most N (50)")
     _add_send(commands)
+    _add_schedule(commands)
     _add_outbox(commands)
     _add_pairing(commands)
     _add_store(commands)
@@ -67,6 +69,35 @@ def _add_send(commands: Subcommands) -> None:
     send.add_argument("--idempotency-key", metavar="KEY", help="the same key sends once, ever")
     delivery = add_leaf(commands, "delivery", "where a pushed delivery stands", f"{SEND}:delivery")
     delivery.add_argument("delivery_id", metavar="DELIVERY_ID", help="what `send` printed")
+
+
+def _add_schedule(commands: Subcommands) -> None:
+    schedule = commands.add_parser("schedule", help="list, add or cancel schedules")
+    actions = schedule.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = add_leaf(actions, "list", "active schedules", f"{SCHEDULE}:schedule_list")
+    listing.add_argument("--all", action="store_true", help="done and cancelled ones too")
+    listing.add_argument("--channel", help="only this channel")
+    listing.add_argument("--chat", help="only this chat id")
+    add = add_leaf(
+        actions, "add", "schedule a message or an agent prompt", f"{SCHEDULE}:schedule_add"
+    )
+    add.add_argument("--channel", required=True, help="a configured channel")
+    add.add_argument("--chat", required=True, help="the platform's chat id")
+    add.add_argument("--topic", help="the conversation's topic or thread")
+    add.add_argument("--account", help="the chat's account (default: as last journaled)")
+    add.add_argument("--user", help="the member's conversation, in a user-scoped group")
+    add.add_argument("--chat-type", choices=("dm", "group"), help="for a chat nothing came from")
+    when = add.add_mutually_exclusive_group(required=True)
+    when.add_argument("--at", metavar="ISO", help="once, at this time (local to --tz)")
+    when.add_argument("--cron", metavar="EXPR", help="on this cron expression (in --tz)")
+    add.add_argument("--tz", metavar="ZONE", help="IANA zone (default: schedules.default_timezone)")
+    add.add_argument("--text", metavar="T", help="post this Markdown text")
+    add.add_argument("--run-agent", metavar="PROMPT", help="run this prompt, post the answer")
+    add.add_argument(
+        "--misfire-grace", metavar="S", type=int, help="seconds late it may still fire"
+    )
+    cancel = add_leaf(actions, "cancel", "cancel a schedule", f"{SCHEDULE}:schedule_cancel")
+    cancel.add_argument("schedule_id", metavar="ID", type=int)
 
 
 def _add_outbox(commands: Subcommands) -> None:

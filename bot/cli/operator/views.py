@@ -16,26 +16,34 @@ from bot.cli.operator.output import (
     audit_json,
     conversation_cells,
     conversation_json,
+    iso,
     print_json,
     replica_cells,
     replica_json,
     table,
     user_cells,
     user_json,
+    when,
 )
 from bot.cli.operator.readyz import Readiness, fetch_readiness, readiness_json
 from bot.cli.operator.runner import EXIT_FAILED, opened_store
+from bot.cli.operator.schedule import trace_schedule
 from bot.cli.operator.trace import trace_json, trace_message, trace_push, trace_text
 from bot.cli.options import CommandFailed
 from bot.config.settings import Settings
+from bot.delivery.push_rows import push_kind
 from bot.exit_codes import EXIT_OK
 from bot.hub import ALL_CHANNELS, pause_setting
 from bot.messages import utc_now
 from bot.ports import Store
+from bot.ports.schedules import ScheduleCounts, schedules_of
 from bot.records import OutboxState, Replica
 from bot.registry import IMPORT_PATHS, EdgeKind
 
 # --------------------------------------------------------------------------- status
+
+
+PENDING_LOOKED_AT = 1000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,6 +56,11 @@ class StoreFacts:
     """Live daemons on this store (heartbeat younger than ``daemon.replica_expiry_s``)."""
     chats_held: dict[str, int]
     """How many chats each live replica holds (0 alone on SQLite, where all are its own)."""
+    schedules: ScheduleCounts | None = None
+    """Active schedules and the next firing (design §19); ``None``: the store keeps none."""
+    pushes_pending: int = 0
+    """Pending outbox rows that deliver pushes (and schedule firings), of the first
+    ``PENDING_LOOKED_AT`` pending rows."""
 
     def to_json(self) -> JsonObject:
         return {
@@ -55,6 +68,10 @@ class StoreFacts:
             "outbox": {str(state): count for state, count in self.outbox.items()},
             "pairing_requests": self.pairing_requests,
             "paused": list(self.paused),
+            "pushes_pending": self.pushes_pending,
+            "schedules": None
+            if self.schedules is None
+            else {"active": self.schedules.active, "next": iso(self.schedules.next_fire_at)},
         }
 
 
@@ -100,6 +117,12 @@ async def _store_facts(store: Store, settings: Settings) -> StoreFacts:
         paused=await _paused(store, settings),
         replicas=replicas,
         chats_held={r.id: await store.leases.held(r.id) for r in replicas},
+        schedules=None if (table := schedules_of(store)) is None else await table.counts(),
+        pushes_pending=sum(
+            1
+            for row in await store.outbox.listing(OutboxState.PENDING, limit=PENDING_LOOKED_AT)
+            if push_kind(row.item) is not None
+        ),
     )
 
 
@@ -129,10 +152,15 @@ def _print_status(readiness: Readiness, settings: Settings, facts: StoreFacts | 
         lines += [
             ("conversations", f"{facts.conversations} active"),
             ("outbox", ", ".join(f"{counts[state]} {state}" for state in OutboxState)),
+            ("pushes", f"{facts.pushes_pending} pending row(s)"),
             ("pairing", f"{facts.pairing_requests} pending request(s)"),
             ("paused", ", ".join(paused) or "none"),
             ("replicas", f"{len(facts.replicas)} live"),
         ]
+        if facts.schedules is not None:
+            upcoming = facts.schedules.next_fire_at
+            later = "" if upcoming is None else f", next at {when(upcoming)} UTC"
+            lines.append(("schedules", f"{facts.schedules.active} active{later}"))
     for name, value in lines:
         print(f"{name:<14} {value}")
     if not isinstance(facts, str) and facts.replicas:
@@ -161,7 +189,9 @@ async def conversations(args: argparse.Namespace, settings: Settings) -> int:
 async def trace(args: argparse.Namespace, settings: Settings) -> int:
     async with opened_store(settings) as store:
         traces = await trace_message(store, args.message_id, args.channel)
-        pushed = None if traces else await trace_push(store, args.message_id)
+        pushed = None if traces else await trace_schedule(store, args.message_id)
+        if pushed is None and not traces:
+            pushed = await trace_push(store, args.message_id)
     if pushed is not None:
         if args.json:
             print_json(pushed[0])

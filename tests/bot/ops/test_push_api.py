@@ -8,6 +8,7 @@ from pathlib import Path
 
 import aiohttp
 
+from bot.errors import Forbidden
 from bot.messages import ChatType, OutboundFile, OutboundText
 from tests.bot.harness import http_get, routed, running
 from tests.bot.ops.push_support import TOKEN, api_url, delivery, post, push_settings
@@ -53,6 +54,24 @@ async def test_a_push_arrives_once_and_its_repeat_adds_nothing(tmp_path: Path) -
     ]
     assert 'switchboard_pushes_total{kind="text",outcome="accepted"} 1.0' in metrics
     assert 'switchboard_pushes_total{kind="text",outcome="repeated"} 1.0' in metrics
+
+
+async def test_metrics_count_push_deliveries_by_kind_and_outcome(tmp_path: Path) -> None:
+    channel = FakeChannel()
+    async with running(push_settings(tmp_path), [channel], FakeAgent()) as run:
+        await post(run.daemon, TEXT)
+        await channel.wait_text("**Deploy** done")
+        channel.fail_next.append(Forbidden("bot was blocked by the user"))
+        _, refused, _ = await post(run.daemon, {**TEXT, "chat": "dm-bob", "text": "blocked"})
+
+        async def reported_dead() -> bool:
+            _, report = await delivery(run.daemon, refused["delivery_id"])
+            return bool(report["status"] == "dead")
+
+        await eventually(reported_dead)
+        _, metrics = await http_get(run.daemon, "/metrics")
+    assert 'switchboard_push_deliveries_total{kind="text",outcome="sent"} 1.0' in metrics
+    assert 'switchboard_push_deliveries_total{kind="text",outcome="dead"} 1.0' in metrics
 
 
 async def test_the_same_key_for_another_request_is_a_conflict(tmp_path: Path) -> None:
