@@ -7,13 +7,17 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 from prometheus_client import Counter
+from psycopg import sql
 
 from bot.delivery.fence import ChatFence
 from bot.errors import ChatLost
 from bot.records import ChatRef, InboundStatus, LeaseFence, OutboxState
+from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
+from tests.postgres import server_url
 from tests.store.support import START, BackendStore, inbound, item, record
 
 EXPIRY_S = 15.0
@@ -115,6 +119,32 @@ async def test_the_holder_never_drops_its_work_for_a_token_it_did_not_see(
     await take_over(b)
     assert not await fence.holds(C1, "send")
     assert lost == [frozenset({C1})]
+
+
+async def test_an_entry_left_with_a_replica_that_lost_its_chat_is_the_holders(
+    pair: tuple[BackendStore, BackendStore],
+) -> None:
+    """``a`` stalled with its turn's entry locked (SIGSTOP inside a transaction), so ``b``'s
+    takeover claimed the chat but skipped the entry; once ``a`` runs again (live, but fenced out
+    of the chat, so it drops its work) the entry is ``b``'s to take, as a recovered one."""
+    a, b = pair
+    assert isinstance(a, PostgresStore)
+    entry = await record(a, inbound("m1"), "k1")
+    await a.leases.adopt("a", START, EXPIRY_S, [C1])
+    inbound_table = sql.Identifier(a.schema, "inbound")
+    connecting = psycopg.AsyncConnection.connect(server_url())
+    async with await connecting as stalled, stalled.transaction():
+        await stalled.execute(
+            sql.SQL("SELECT 1 FROM {} WHERE id = %s FOR UPDATE").format(inbound_table), (entry,)
+        )
+        taken = await b.leases.adopt("b", LATER, EXPIRY_S)
+    assert (taken.claimed, taken.entries) == (frozenset({C1}), ())
+    await b.replicas.heartbeat("b", LATER)
+    await a.replicas.heartbeat("a", LATER)  # a runs again
+    assert await b.leases.orphaned("b", LATER, EXPIRY_S) == [C1]
+    again = await b.leases.adopt("b", LATER, EXPIRY_S)
+    assert [(t.entry.id, t.previous_owner) for t in again.entries] == [(entry, "a")]
+    assert await a.leases.orphaned("a", LATER, EXPIRY_S) == []
 
 
 async def test_sqlite_has_no_fence_to_check(tmp_path: Path) -> None:
