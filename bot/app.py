@@ -13,8 +13,7 @@ import contextlib
 import functools
 import logging
 import os
-import signal
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +37,7 @@ from bot.ops.replica import ReplicaHeartbeat, identify
 from bot.ops.schedules import start_proactive_loops
 from bot.ops.sdnotify import SystemdNotifier, announce_channels
 from bot.ops.shared_storage import warn_unless_shared
+from bot.ops.signals import stop_and_reload_signals
 from bot.ops.supervision import ChannelFactory, Fleet, SupervisionPolicy
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
 from bot.registry import EdgeKind, load, store_for
@@ -117,6 +117,8 @@ class Daemon:
         return self.settings
 
     async def run(self) -> int:
+        # Not only SQLite's: workspaces, DingTalk's session book, the agent's checkpoints.
+        await asyncio.to_thread(self.settings.state_dir.mkdir, parents=True, exist_ok=True)
         # One daemon per SQLite file; PostgreSQL replicas share their store by design.
         lock = InstanceLock(self.settings.state_dir)
         try:
@@ -358,20 +360,11 @@ class Daemon:
         await kernel.outbox.cancel_active()
         await _step("close channels", kernel.close_channels())
 
-    @contextlib.contextmanager
-    def _signals(self, reloader: Reloader) -> Iterator[None]:
-        if not self.options.install_signals:
-            yield
-            return
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, self.request_stop)
-        loop.add_signal_handler(signal.SIGINT, self.request_stop)
-        loop.add_signal_handler(signal.SIGHUP, reloader.on_sighup)
-        try:
-            yield
-        finally:
-            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-                loop.remove_signal_handler(sig)
+    def _signals(self, reloader: Reloader) -> contextlib.AbstractContextManager[None]:
+        return stop_and_reload_signals(
+            install=self.options.install_signals, request_stop=self.request_stop,
+            on_sighup=reloader.on_sighup,
+        )  # fmt: skip
 
 
 async def _step(name: str, awaitable: Awaitable[object]) -> None:

@@ -104,11 +104,14 @@ async def test_slack_push_posts_into_the_thread(tmp_path: Path) -> None:
                 "channel": "slack", "chat": "C0001", "chat_type": "group",
                 "topic": "1700000000.000100", "text": "release *out*",
             }  # fmt: skip
-            status, answer, _ = await post(_daemon(run), body)
+            status, answer, _ = await post(_daemon(run), body, key="release-7")
             await slack_support.wait_text(fake, "C0001", "release")
+            again = await post(_daemon(run), body, key="release-7")
             await run.settle()
         messages = fake.channel_messages("C0001")
     assert status == 202, answer
+    assert again[1]["delivery_id"] == answer["delivery_id"]  # the same delivery: nothing added
+    assert again[1]["repeated"] is True
     assert [m.get("thread_ts") for m in messages if m not in parent] == ["1700000000.000100"]
 
 
@@ -121,9 +124,11 @@ async def test_feishu_push_creates_a_message_in_the_chat(tmp_path: Path) -> None
             body = {"channel": "feishu", "chat": feishu_support.GROUP, "text": "weekly **digest**"}
             status, answer, _ = await post(_daemon(run), body, key="digest-1")
             await feishu_support.wait_text(fake, feishu_support.GROUP, "weekly")
+            again = await post(_daemon(run), body, key="digest-1")
             await run.settle()
         shown = feishu_support.texts(fake, feishu_support.GROUP)
     assert status == 202, answer
+    assert (again[1]["delivery_id"], again[1]["repeated"]) == (answer["delivery_id"], True)
     assert sum("weekly" in text for text in shown) == 1
 
 
@@ -145,10 +150,13 @@ async def test_dingtalk_push_uses_the_openapi_for_groups_and_dms(tmp_path: Path)
             before = len(fake.sent_messages())
             group = {"channel": "dingtalk", "chat": dingtalk_support.GROUP, "text": "group notice"}
             one = {"channel": "dingtalk", "chat": dingtalk_support.ALICE, "text": "private notice"}
-            answers = [await post(daemon, group), await post(daemon, one)]
+            answers = [await post(daemon, group, key="g1"), await post(daemon, one, key="o1")]
             await dingtalk_support.wait_text(fake, None, "private notice")
             await dingtalk_support.wait_text(fake, None, "group notice")
+            again = [await post(daemon, group, key="g1"), await post(daemon, one, key="o1")]
             await run.settle()
-        sent = {m.text: m.via for m in fake.sent_messages()[before:]}
+        sent = [(m.text, m.via) for m in fake.sent_messages()[before:]]
     assert [answer[0] for answer in answers] == [202, 202]
-    assert sent == {"group notice": "group", "private notice": "otom"}
+    assert [a[1]["delivery_id"] for a in again] == [a[1]["delivery_id"] for a in answers]
+    assert all(a[1]["repeated"] for a in again)
+    assert sorted(sent) == [("group notice", "group"), ("private notice", "otom")]

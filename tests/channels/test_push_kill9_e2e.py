@@ -19,11 +19,12 @@ import pytest
 
 from bench.soak_daemon import free_port
 from tests.bot.ops.push_support import TOKEN
-from tests.channels import dingtalk_support, feishu_support, telegram_support
+from tests.channels import dingtalk_support, feishu_support, slack_support, telegram_support
 from tests.channels.cli_support import cli_env, start_run
 from tests.fakes.common.waiting import eventually
 from tests.fakes.dingtalk_api import FakeDingTalk
 from tests.fakes.feishu_api import FakeFeishu
+from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 
 NEEDLE = "deploy 42 is out"
@@ -32,6 +33,7 @@ RETRY_S = 3
 WITHIN_S = 30.0
 """Bounds for a cold start of ``python -m bot`` on a busy machine (never waited out)."""
 OTOM = "/v1.0/robot/oToMessages/batchSend"
+SLACK_DM = "D0001"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +66,14 @@ def _dingtalk_hello(fake: FakeDingTalk) -> None:
     fake.push_message("hello there", sender_staff_id=dingtalk_support.ALICE)
 
 
+def _slack_hello(fake: FakeSlack) -> None:
+    fake.push_message("hello there", channel=SLACK_DM, channel_type="im")
+
+
+def _slack_refuse(fake: FakeSlack) -> None:
+    fake.fail_next("chat.postMessage", error="ratelimited", status=429, retry_after=RETRY_S)
+
+
 def _feishu_hello(fake: FakeFeishu) -> None:
     fake.push_message("hello there", chat_id=feishu_support.DM)
 
@@ -80,6 +90,18 @@ PLATFORMS = (
         refuse_once=_telegram_refuse,
         sends=lambda fake: len(fake.calls("sendMessage")),
         shown=lambda fake: telegram_support.texts(fake, 42),
+    ),
+    Platform(
+        name="slack",
+        channel=lambda fake: (
+            f"  slack: {{enabled: true, mode: socket, bot_token: '{fake.ids.bot_token}',"
+            f" app_token: '{fake.ids.app_token}', api_base_url: '{fake.api_base_url}'}}\n"
+        ),
+        hello=_slack_hello,
+        chat=SLACK_DM,
+        refuse_once=_slack_refuse,
+        sends=lambda fake: len(fake.calls("chat.postMessage")),
+        shown=lambda fake: slack_support.texts(fake, SLACK_DM),
     ),
     Platform(
         name="dingtalk",
@@ -108,6 +130,7 @@ PLATFORMS = (
 )
 FAKES: dict[str, Callable[[], contextlib.AbstractContextManager[Any]]] = {
     "telegram": FakeTelegram,
+    "slack": FakeSlack,
     "dingtalk": FakeDingTalk,
     "feishu": FakeFeishu,
 }

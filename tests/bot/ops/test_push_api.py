@@ -181,6 +181,26 @@ async def test_a_file_sent_along_arrives(tmp_path: Path) -> None:
     assert Path(sent.delivery.path).is_relative_to(tmp_path / "pushes")
 
 
+async def test_a_file_named_by_its_path_arrives_and_a_missing_one_is_named(
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "nightly.txt"
+    report.write_text("all green\n")
+    where = {"channel": "fake", "chat": "dm-alice", "chat_type": "dm"}
+    channel = FakeChannel()
+    async with running(push_settings(tmp_path / "state"), [channel], FakeAgent()) as run:
+        status, answer, _ = await post(run.daemon, {**where, "file": {"path": str(report)}})
+        sent = await channel.wait_for(lambda s: isinstance(s.delivery, OutboundFile))
+        missing = await post(run.daemon, {**where, "file": {"path": str(tmp_path / "gone.txt")}})
+    assert (status, answer["kind"]) == (202, "file"), answer
+    assert isinstance(sent.delivery, OutboundFile)
+    assert sent.delivery.name == "nightly.txt"
+    assert Path(sent.delivery.path).read_text() == "all green\n"
+    assert missing[0] == 400
+    assert missing[1]["field"] == "file.path"
+    assert "gone.txt" in str(missing[1]), missing
+
+
 async def test_run_agent_answers_in_the_conversations_thread(tmp_path: Path) -> None:
     channel, agent = FakeChannel(), FakeAgent()
     async with running(push_settings(tmp_path), [channel], agent) as run:
