@@ -32,7 +32,9 @@ from typing_extensions import override
 
 from agent.checkpoints import checkpointer
 from agent.graph import MODEL_NODE, REQUEST_TIMEOUT_S, AgentGraph, build_graph, chat_model
+from agent.handoff_tool import HANDOFF_KEY
 from agent.lazy import describe
+from agent.offline_model import ADDRESSED_HEADER
 from agent.schedule_tools import SCHEDULER_KEY
 from agent.tools import PRESENT_TOOL, build_tools
 from bot.config.settings import Settings
@@ -160,7 +162,11 @@ class EmbeddedBackend(StartClose):
         graph = self._require_graph()
         workspace = _workspace(self._settings.workspace_root, thread_id)
         config: RunnableConfig = {
-            "configurable": {"thread_id": thread_id, SCHEDULER_KEY: turn.scheduler},
+            "configurable": {
+                "thread_id": thread_id,
+                SCHEDULER_KEY: turn.scheduler,
+                HANDOFF_KEY: turn.handoff,
+            },
             "recursion_limit": RECURSION_LIMIT,
         }
         recorder = _TurnRecorder()
@@ -261,7 +267,15 @@ def _left_unanswered(state: StateSnapshot) -> list[str]:
 
 
 def turn_message(text: str, turn: Turn, workspace: ThreadWorkspace) -> str:
-    """The user message the model sees: the text, then bracketed context lines."""
+    """The user message the model sees: the text, then bracketed context lines; in listen
+    mode the group's recent chatter first (``Turn.chat_context``)."""
+    body = _message_body(text, turn, workspace)
+    if not turn.chat_context:
+        return body
+    return f"{turn.chat_context}\n\n{ADDRESSED_HEADER}\n{body}"
+
+
+def _message_body(text: str, turn: Turn, workspace: ThreadWorkspace) -> str:
     lines: list[str] = []
     if turn.uploads:
         lines.append("[The user attached files, saved in this conversation's workspace:]")

@@ -141,8 +141,12 @@ def _call_for(messages: Sequence[BaseMessage], call_id: str) -> ToolCall | None:
     return None
 
 
+ADDRESSED_HEADER = "[The message addressed to you:]"
+"""Separates a group's recent chatter from the message itself (``agent.embedded.turn_message``)."""
+
+
 def _user_text(message: HumanMessage) -> str:
-    text = message.text
+    text = message.text.rpartition(f"{ADDRESSED_HEADER}\n")[2]
     return text.split("\n\n[", 1)[0].strip()
 
 

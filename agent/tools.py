@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import interrupt
 
+from agent.handoff_tool import build_handoff_tools
 from agent.schedule_tools import build_schedule_tools
 from bot.workspace import PathEscape, ThreadWorkspace
 
@@ -194,6 +195,7 @@ def build_tools(state_dir: Path) -> list[BaseTool]:
             response_format="content_and_artifact",
         ),
         *build_schedule_tools(),
+        *build_handoff_tools(),
     ]
 
 

@@ -26,7 +26,7 @@ from bot.errors import ConfigError, InstanceLocked, StoreError
 from bot.exit_codes import EXIT_CONFIG, EXIT_OK, EXIT_TEMPFAIL
 from bot.hub import ChannelHub
 from bot.kernel import Kernel, build_kernel
-from bot.ops.http import HttpServer, RouteTable
+from bot.ops.http import HttpMount, HttpServer, RouteTable
 from bot.ops.instance_lock import InstanceLock
 from bot.ops.kernel_tasks import KernelTasks, Loop
 from bot.ops.push_api import PushApi
@@ -46,6 +46,10 @@ logger = logging.getLogger(__name__)
 
 OUTBOX_FLUSH_S = 10.0
 
+MountFactory = Callable[[Callable[[], Settings], Kernel, str], HttpMount | None]
+"""Routes of an operator surface built on the kernel (the console, ``bot.console.wiring``),
+from the settings, the kernel and this replica's id; ``None`` where it is off."""
+
 
 @dataclass(kw_only=True)
 class Overrides:
@@ -63,6 +67,8 @@ class DaemonOptions:
     install_signals: bool = False
     overrides: Overrides = field(default_factory=Overrides)
     supervision: SupervisionPolicy = field(default_factory=SupervisionPolicy)
+    mounts: Sequence[MountFactory] = ()
+    """More routes on the HTTP server: ``switchboard run`` adds the operator console."""
 
 
 @dataclass(kw_only=True)
@@ -165,9 +171,10 @@ class Daemon:
                 intake=kernel.intake, bus=kernel.bus, sessions=kernel.sessions,
             )  # fmt: skip
             push = PushApi(self.settings.http.push_api, pusher, store, kernel.counters.pushes)
+            mounts = [m(self._current, kernel, heartbeat.replica.id) for m in self.options.mounts]
             self.http = HttpServer(
                 self.settings.http, readiness, kernel.counters, routes, heartbeat.replica,
-                push=push,
+                push=push, mounts=[mount for mount in mounts if mount is not None],
             )  # fmt: skip
             start_proactive_loops(
                 self.kernel_tasks, self.ready, settings=self.settings, store=store, pusher=pusher,

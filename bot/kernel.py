@@ -22,14 +22,18 @@ from bot.ops.kernel_tasks import Loop
 from bot.pipeline.access import AccessControl
 from bot.pipeline.bus import InboundBus
 from bot.pipeline.clarifications import Clarifications
+from bot.pipeline.group_context import ListenWarnings
+from bot.pipeline.handoff import HandoffDeps, LateHandoffs, handoff_pusher
 from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import Lanes
+from bot.pipeline.mutes import MuteBook
 from bot.pipeline.ownership import ChatOwnership
 from bot.pipeline.rebalance import Rebalancer
 from bot.pipeline.recovery import LeftPlaceholders, Notify, notice_sender, recover
 from bot.pipeline.router import Router, RouterDeps
 from bot.pipeline.schedule_book import ScheduleBook, turn_schedulers
 from bot.pipeline.sessions import Sessions
+from bot.pipeline.takeover import Takeover
 from bot.pipeline.turns import TurnDeps, TurnRunner
 from bot.ports import AgentBackend, Channel, Store
 
@@ -131,6 +135,7 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     counters = Counters()
     limiter = RateLimiter()
     hub.listeners.append(functools.partial(_count_reconnects, counters))
+    hub.listeners.append(ListenWarnings(settings, hub))
     bus = InboundBus(current.daemon.inbound_queue_size)
     fence = ChatFence(store.leases, replica_id, counters.replicas.fenced)
     outbox = Outbox(
@@ -139,14 +144,21 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     )  # fmt: skip
     sessions = Sessions(settings, store, agent, lambda name: _threads(hub, name))
     clarifications = Clarifications(store, lambda: settings().conversations.clarification_ttl_s)
+    handoffs = LateHandoffs()
     runner = TurnRunner(
         TurnDeps(
             settings=settings, store=store, agent=agent, hub=hub, sessions=sessions,
             outbox=outbox, limiter=limiter, clarifications=clarifications, counters=counters,
             fence=fence, scheduler_for=turn_schedulers(ScheduleBook(settings, store)),
+            handoff_for=handoffs,
         )
     )  # fmt: skip
     lanes = Lanes(runner, current.agent.max_concurrent_runs)
+    takeover = Takeover(settings, MuteBook(store), lanes, store)
+    handoffs.deps = HandoffDeps(
+        settings=settings, takeover=takeover,
+        pusher=handoff_pusher(settings, store, hub, outbox, sessions.pushed_key),
+    )  # fmt: skip
     fence.on_lost += [lanes.drop_chats, clarifications.forget_chats]
     fence.on_taken.append(clarifications.forget_chats)
     commands = default_registry()
@@ -170,6 +182,7 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
             access=AccessControl(settings, store), commands=commands,
             clarifications=clarifications, sessions=sessions, lanes=lanes, outbox=outbox,
             counters=counters, agent_description=agent.description, reload=reload,
+            takeover=takeover,
         )
     )  # fmt: skip
     return Kernel(

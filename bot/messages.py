@@ -114,6 +114,25 @@ class ButtonPress:
     message_id: str | None = None
 
 
+class RevisionKind(StrEnum):
+    """What became of a message the chat sent earlier (design §21)."""
+
+    EDITED = "edited"
+    WITHDRAWN = "withdrawn"
+    """Recalled or deleted by its author (or a chat admin)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Revision:
+    """An inbound that is not a new message but news about an earlier one: ``message_id``
+    (the earlier message's platform id) was edited to the carrying message's ``text``, or
+    withdrawn. The carrying ``InboundMessage.message_id`` is the event's own id (unique per
+    edit), so the journal's dedupe keeps each edit once and never takes it for the message."""
+
+    kind: RevisionKind
+    message_id: str
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InboundMessage:
     """One message (or button press) from a chat, normalised by its adapter.
@@ -137,6 +156,8 @@ class InboundMessage:
     thread_root_id: str | None = None
     mentions_bot: bool = False
     button: ButtonPress | None = None
+    revision: Revision | None = None
+    """Set when this is an edit or a withdrawal of an earlier message, not a message."""
     received_at: datetime = field(default_factory=utc_now)
     origin: MessageOrigin = MessageOrigin.PLATFORM
     """``OPERATOR``: a pushed prompt (``run_agent``), not a platform message. Access rules,
@@ -233,7 +254,16 @@ class ReactionMark:
     reaction: Reaction
 
 
-Delivery = OutboundText | TextEdit | OutboundFile | ReactionMark
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageRemoval:
+    """Delete a message the bot sent (a withdrawn turn's placeholder, an answer to a recalled
+    message); a platform that cannot delete refuses it as an invalid request."""
+
+    destination: Destination
+    message_id: str
+
+
+Delivery = OutboundText | TextEdit | OutboundFile | ReactionMark | MessageRemoval
 """One platform operation: what the outbox records before it is attempted."""
 
 

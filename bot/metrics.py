@@ -26,6 +26,8 @@ class DropReason(StrEnum):
     QUEUE_FULL = "queue_full"
     BUSY = "busy"
     FROM_BOT = "from_bot"
+    HEARD = "heard"
+    """Not addressed to the bot, and kept as context (``group_policy: listen``)."""
 
 
 class ReplicaMetrics:

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable
-from typing import ClassVar, Generic, Protocol, TypeVar, final
+from typing import ClassVar, Generic, Protocol, TypeVar, final, runtime_checkable
 
 from pydantic import SecretStr
 from typing_extensions import override
@@ -29,7 +29,15 @@ from bot.errors import (
     TargetNotFound,
     TransientSendError,
 )
-from bot.messages import Destination, OutboundFile, OutboundText, ReactionMark, SentRef, TextEdit
+from bot.messages import (
+    Destination,
+    MessageRemoval,
+    OutboundFile,
+    OutboundText,
+    ReactionMark,
+    SentRef,
+    TextEdit,
+)
 from bot.ports import (
     Admission,
     BotIdentity,
@@ -157,6 +165,9 @@ class BaseChannel:
     async def react(self, mark: ReactionMark) -> None:
         """Reactions are acknowledgements only; a platform without them ignores the mark."""
 
+    async def delete_message(self, removal: MessageRemoval) -> None:
+        raise InvalidRequest(f"{self.name} cannot delete messages ({removal.message_id})")
+
     async def show_typing(self, destination: Destination) -> None:
         """A platform without a typing indicator shows nothing."""
 
@@ -173,6 +184,13 @@ class Outbound(Protocol):
     async def react(self, mark: ReactionMark) -> None: ...
 
     async def show_typing(self, destination: Destination) -> None: ...
+
+
+@runtime_checkable
+class Deleting(Protocol):
+    """An adapter's outbound object that can delete the bot's messages."""
+
+    async def delete_message(self, removal: MessageRemoval) -> None: ...
 
 
 OutT = TypeVar("OutT", bound=Outbound)
@@ -277,6 +295,15 @@ class PlatformChannel(BaseChannel, ABC, Generic[OutT]):
         """Forwarded on a platform that shows reactions; ignored (even stopped) elsewhere."""
         if self.capabilities.reactions:
             await self._guard(self._outbound().react(mark))
+
+    @override
+    async def delete_message(self, removal: MessageRemoval) -> None:
+        """Forwarded where the outbound object can delete; refused elsewhere."""
+        out: object = self._outbound()
+        if not self.capabilities.deletes or not isinstance(out, Deleting):
+            await super().delete_message(removal)
+            return
+        await self._guard(out.delete_message(removal))
 
     @override
     async def show_typing(self, destination: Destination) -> None:

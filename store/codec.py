@@ -21,6 +21,7 @@ from bot.errors import StoreError
 from bot.messages import (
     Delivery,
     InboundMessage,
+    MessageRemoval,
     OutboundFile,
     OutboundText,
     ReactionMark,
@@ -32,11 +33,13 @@ _TEXT: Final = TypeAdapter(OutboundText)
 _EDIT: Final = TypeAdapter(TextEdit)
 _FILE: Final = TypeAdapter(OutboundFile)
 _REACTION: Final = TypeAdapter(ReactionMark)
+_REMOVAL: Final = TypeAdapter(MessageRemoval)
 
 OP_TEXT: Final = "text"
 OP_EDIT: Final = "edit"
 OP_FILE: Final = "file"
 OP_REACTION: Final = "reaction"
+OP_REMOVAL: Final = "removal"
 
 
 def to_utc(at: datetime) -> datetime:
@@ -81,6 +84,8 @@ def encode_delivery(delivery: Delivery) -> tuple[str, str]:
             return OP_FILE, _FILE.dump_json(delivery).decode()
         case ReactionMark():
             return OP_REACTION, _REACTION.dump_json(delivery).decode()
+        case MessageRemoval():
+            return OP_REMOVAL, _REMOVAL.dump_json(delivery).decode()
 
 
 def decode_delivery(op: str, payload: str) -> Delivery:
@@ -94,6 +99,8 @@ def decode_delivery(op: str, payload: str) -> Delivery:
                 return _FILE.validate_json(payload)
             case "reaction":
                 return _REACTION.validate_json(payload)
+            case "removal":
+                return _REMOVAL.validate_json(payload)
     except ValidationError as exc:
         raise StoreError(f"unreadable outbox {op!r} payload: {exc}") from exc
     raise StoreError(f"unknown outbox operation {op!r}")

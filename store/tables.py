@@ -17,6 +17,8 @@ from store.clarifications import SqlClarificationStore
 from store.conversations import SqlConversationStore, SqlLinkStore
 from store.dialect import Backend
 from store.inbound import SqlInboundJournal
+from store.journal_window import SqlJournalWindow
+from store.mutes import SqlMuteStore
 from store.outbox import SqlOutboxStore
 from store.replicas import SqlReplicaStore
 from store.schedules import SqlScheduleStore
@@ -93,6 +95,16 @@ class Tables(StartClose, Store):
     def schedules(self) -> SqlScheduleStore:
         """Schedules and their firings (``bot.ports.schedules``, design §19)."""
         return SqlScheduleStore(self._backend)  # stateless: no attribute of its own
+
+    @property
+    def journal_window(self) -> SqlJournalWindow:
+        """The journal's newest entries and times (``bot.ports.activity``: the console)."""
+        return SqlJournalWindow(self._backend)  # stateless: no attribute of its own
+
+    @property
+    def mutes(self) -> SqlMuteStore:
+        """Muted conversations (``bot.ports.mutes``, design §22)."""
+        return SqlMuteStore(self._backend)  # stateless: no attribute of its own
 
     @override
     async def start(self) -> None:

@@ -33,10 +33,12 @@ EDGE_MAY_IMPORT = (
 are built from, and the few helpers written for adapters and backends."""
 
 KERNEL_LAYERS = {"delivery": 1, "pipeline": 2, "commands": 2, "ops": 3, "app": 4, "kernel": 4}
-KERNEL_LAYERS |= {"cli": 5, "__main__": 6}
+KERNEL_LAYERS |= {"cli": 5, "console": 5, "__main__": 6}
 """Inside ``bot/`` imports run one way: ops → pipeline → delivery → the root types. Commands sit
 beside the pipeline (the router runs them; they act on lanes and sessions). The composition
-root (``app``, ``kernel``) wires all of those, and the command line starts it."""
+root (``app``, ``kernel``) wires all of those, and the command line starts it. The browser
+console is an operator surface beside the command line (it shares its views and actions);
+``switchboard run`` hands it to the daemon as an HTTP mount."""
 MAX_TOP_LEVEL_MODULES = 15
 
 

@@ -2,7 +2,8 @@
 
 Each module adds its subcommands: ``daemon`` (run, chat, check, init; ``probes`` answers
 ``check --online``), ``operator.parsers`` (status, conversations, trace, users, audit, outbox,
-pairing; handlers in ``operator/``) and ``service`` (systemd units; their text is ``unit``).
+pairing; handlers in ``operator/``), ``operator.console_url`` (console-url) and ``service``
+(systemd units; their text is ``unit``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ from typing import cast
 
 from bot.cli.options import CommandFailed, Subcommands
 
-COMMAND_MODULES = ("bot.cli.daemon", "bot.cli.operator.parsers", "bot.cli.service")
+COMMAND_MODULES = (
+    "bot.cli.daemon",
+    "bot.cli.operator.parsers",
+    "bot.cli.operator.console_url",
+    "bot.cli.service",
+)
 
 
 def _parser() -> argparse.ArgumentParser:

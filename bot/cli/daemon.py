@@ -100,13 +100,16 @@ def _check_command(args: argparse.Namespace) -> int:
 
 def _run(path: Path, settings: Settings, *, chat: bool, verbose: bool) -> int:
     from bot.app import Daemon, DaemonOptions  # noqa: PLC0415 - keep `check`/`init` light
+    from bot.console.wiring import daemon_console  # noqa: PLC0415
     from bot.ops.logs import configure_logging  # noqa: PLC0415
 
     if chat:
         settings = _chat_settings(settings)
     quiet = chat and not verbose
     configure_logging(settings.log, level_override="WARNING" if quiet else None)
-    options = DaemonOptions(config_path=path, chat=chat, install_signals=True)
+    options = DaemonOptions(
+        config_path=path, chat=chat, install_signals=True, mounts=(daemon_console,)
+    )
     if chat:
         print("Switchboard chat — type a message, /help for commands, Ctrl-D to quit.")
     return asyncio.run(Daemon(settings, options).run())
@@ -147,11 +150,21 @@ def _check(path: Path, settings: Settings, *, as_json: bool, online: bool) -> in
     if probes:
         summary["probes"] = [asdict(result) for result in probes]
         summary["ok"] = all(result.ok for result in probes)
+    summary["warnings"] = _warnings(settings)
     if as_json:
         print(json.dumps(summary))
     else:
         _print_check(path, summary, probes)
     return EXIT_OK if summary["ok"] else EXIT_CHECK_FAILED
+
+
+def _warnings(settings: Settings) -> list[str]:
+    """What is valid but will not work as configured (``group_policy: listen``)."""
+    from bot.cli import listen_check  # noqa: PLC0415 - imports the listening channels' SDKs
+
+    if not listen_check.listening_channels(settings):
+        return []
+    return asyncio.run(listen_check.listen_warnings(settings))
 
 
 async def _online_probes(settings: Settings) -> list[ProbeResult]:
@@ -166,6 +179,8 @@ def _print_check(path: Path, summary: dict[str, object], probes: list[ProbeResul
         value = summary[key]
         shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
         print(f"  {key:<10} {shown or 'none enabled'}")
+    for warning in cast(list[str], summary["warnings"]):
+        print(f"warning: {warning}")
     if probes:
         print("online checks:")
         width = max(len(result.target) for result in probes)

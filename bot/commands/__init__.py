@@ -1,6 +1,7 @@
 """Slash commands (design §9)."""
 
 from bot.commands.admin import register_admin_commands
+from bot.commands.mutes import register_mute_commands
 from bot.commands.parsing import ParsedCommand, parse_command
 from bot.commands.registry import Command, CommandCall, CommandEnv, CommandRegistry
 from bot.commands.schedules import register_schedule_commands
@@ -11,6 +12,7 @@ def default_registry() -> CommandRegistry:
     registry = CommandRegistry()
     register_user_commands(registry)
     register_schedule_commands(registry)
+    register_mute_commands(registry)
     register_admin_commands(registry)
     return registry
 

@@ -86,6 +86,7 @@ def load_settings(
         problems.extend(_missing_secrets(expanded.get("channels"), unset))
         if settings is not None:
             problems.extend(_missing_push_token(settings, unset))
+            problems.extend(_missing_console_token(settings, unset))
     if problems or settings is None:
         raise ConfigError(f"{path}: invalid configuration\n" + "\n".join(problems))
     return settings
@@ -271,6 +272,14 @@ def _missing_push_token(settings: Settings, unset: tuple[UnsetRef, ...]) -> list
         return []
     path = "http.push_api.token"
     return [f"{path}: required when the push API is enabled{_unset_hint(path, unset)}"]
+
+
+def _missing_console_token(settings: Settings, unset: tuple[UnsetRef, ...]) -> list[str]:
+    """The operator console lets nobody in without its login token (design §23)."""
+    if not settings.console.enabled or settings.console.token_text:
+        return []
+    path = "console.token"
+    return [f"{path}: required when the console is enabled{_unset_hint(path, unset)}"]
 
 
 def _is_blank(block: ChannelSettings, field: str) -> bool:

@@ -17,7 +17,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from typing_extensions import override
 
+from bot.config.console_settings import WebConsoleSettings
+from bot.config.listen import ListenSettings
+from bot.config.revisions import EditAfterAnswer
 from bot.config.store import StoreSettings
+from bot.config.takeover import TakeoverAccess
 
 DEFAULT_MODEL_BASE_URL = "https://api.openai.com/v1"
 CONFIG_VERSION = 1
@@ -45,6 +49,8 @@ class GroupPolicy(StrEnum):
     MENTION = "mention"
     ALL = "all"
     OFF = "off"
+    LISTEN = "listen"
+    """As ``mention``, and unaddressed messages are kept as the agent's context."""
 
 
 class Section(BaseModel):
@@ -104,9 +110,15 @@ class ConversationSettings(Section):
     group_scope: GroupScope = GroupScope.TOPIC
     busy_policy: BusyPolicy = BusyPolicy.QUEUE
     clarification_ttl_s: float = Field(default=1800, gt=0)
+    listen: ListenSettings = ListenSettings()
+    on_edit_after_answer: EditAfterAnswer = EditAfterAnswer.IGNORE
+    delete_answers_of_recalled: bool = False
+    """A recalled message's answer is deleted too (where the platform lets the bot delete)."""
 
 
-class AccessSettings(Section):
+class AccessSettings(TakeoverAccess):
+    """Who may use the bot (design §10), and the human takeover keys (``TakeoverAccess``)."""
+
     admins: tuple[str, ...] = ()
     dm_policy: DmPolicy = DmPolicy.PAIRING
     group_policy: GroupPolicy = GroupPolicy.MENTION
@@ -335,6 +347,8 @@ class Settings(Section):
     channels: ChannelsSettings = ChannelsSettings()
     store: StoreSettings = StoreSettings()
     schedules: ScheduleSettings = ScheduleSettings()
+    console: WebConsoleSettings = WebConsoleSettings()
+    """The operator console in the browser (design §23); not ``channels.console``."""
     workspace_dir: Path | None = None
     """Where per-thread workspaces live (``<workspace_dir>/threads/<thread_id>``); default
     ``state_dir``. Several replicas on one PostgreSQL store need it on shared storage."""

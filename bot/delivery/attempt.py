@@ -8,6 +8,7 @@ outbox's (``bot.delivery.outbox``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from bot.hub import ChannelHub, ChannelState
 from bot.messages import (
     ChatType,
     Delivery,
+    MessageRemoval,
     OutboundFile,
     OutboundKind,
     OutboundText,
@@ -130,8 +132,8 @@ class Attempts:
 
     async def _paced(self, delivery: Delivery, key: DestinationKey) -> bool:
         """Wait for the send's slot; ``False`` for progress that may not go now."""
-        if isinstance(delivery, ReactionMark):
-            return True  # reactions are not messages: platforms rate-limit them separately
+        if isinstance(delivery, ReactionMark | MessageRemoval):
+            return True  # not messages: platforms rate-limit them separately
         group = delivery.destination.chat_type is ChatType.GROUP
         new_message = not isinstance(delivery, TextEdit)
         if _kind_of(delivery) is OutboundKind.PROGRESS:
@@ -239,5 +241,9 @@ async def _call(channel: Channel, delivery: Delivery) -> SentRef:
         return SentRef(message_ids=(delivery.message_id,))
     if isinstance(delivery, OutboundFile):
         return await channel.send_file(delivery)
+    if isinstance(delivery, MessageRemoval):
+        with contextlib.suppress(MessageGone):  # gone already: what the removal wanted
+            await channel.delete_message(delivery)
+        return SentRef(message_ids=())
     await channel.react(delivery)
     return SentRef(message_ids=())

@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Protocol
 
 from bot.delivery.attempt import AttemptOutcome, destination_key
-from bot.delivery.bounded import RecentSet
+from bot.delivery.bounded import RecentMap, RecentSet
 from bot.delivery.holds import ChatHolds
 from bot.delivery.ratelimit import DestinationKey
 from bot.records import OutboxRow
@@ -40,8 +41,10 @@ class ChatQueues:
         """Rows from this process waiting for their chat's sender to finish."""
         self._claimed: set[int] = set()
         """Rows being sent or queued: a poll that sees them leaves them be."""
-        self._finished: RecentSet[int] = RecentSet(FINISHED_MEMORY)
-        """Rows this process finished recently, so a copy still in a queue is not resent."""
+        self._finished: RecentMap[int, datetime] = RecentMap(FINISHED_MEMORY)
+        """Rows this process finished recently, with the ``updated_at`` of the copy it
+        finished: a copy no newer (still in a queue, or read by a poll racing the send) is not
+        resent; a newer one was revived since (``outbox retry``) and goes out again."""
         self._withdrawn: RecentSet[int] = RecentSet(FINISHED_MEMORY)
         """Rows taken back by ``Outbox.withdraw``; a copy still in a queue is skipped."""
         self._poll_when_done = False
@@ -62,7 +65,7 @@ class ChatQueues:
     def route(self, rows: dict[int, OutboxRow], polled: set[int]) -> None:
         """Start a sender per chat, or queue rows behind the chat's sender at work."""
         groups: dict[DestinationKey, list[OutboxRow]] = {}
-        for row_id in sorted(i for i in rows if i not in self._claimed and i not in self._finished):
+        for row_id in sorted(i for i in rows if i not in self._claimed and not self._done(rows[i])):
             row = rows[row_id]
             groups.setdefault(destination_key(row.item.delivery), []).append(row)
         for key, group in groups.items():
@@ -76,6 +79,10 @@ class ChatQueues:
                 self._poll_when_done |= any(row.id in polled for row in group)
                 continue
             self._start(key, group)
+
+    def _done(self, row: OutboxRow) -> bool:
+        finished_copy = self._finished.get(row.id)
+        return finished_copy is not None and row.updated_at <= finished_copy
 
     def _start(self, key: DestinationKey, rows: list[OutboxRow]) -> None:
         self._claimed.update(row.id for row in rows)
@@ -96,7 +103,7 @@ class ChatQueues:
             for row in rows:
                 if row.id in self._withdrawn:
                     self._claimed.discard(row.id)  # taken back: marked dead by ``withdraw``
-                    self._finished.add(row.id)
+                    self._finished.keep(row.id, row.updated_at)
                     continue
                 outcome = await self._send(row)
                 self._claimed.discard(row.id)
@@ -104,7 +111,7 @@ class ChatQueues:
                     self._holds.retry_at(destination_key(row.item.delivery), outcome.retry_at)
                 if not outcome.finished:
                     return
-                self._finished.add(row.id)
+                self._finished.keep(row.id, row.updated_at)
         finally:
             self._claimed.difference_update(row.id for row in rows)
 

@@ -220,6 +220,15 @@ class ProgressStream:
         if caps.edits:
             self._tasks.append(asyncio.create_task(self._edits(), name=f"progress:{name}"))
 
+    async def adopt(self, message_id: str, text: str) -> None:
+        """Stream into ``message_id``, a placeholder an earlier run of this turn left (a
+        restart after an edit, design §21), shown with ``text`` until new text arrives."""
+        placeholder = self._placeholder
+        placeholder.message_id = message_id
+        placeholder.ready.set()
+        if await self._calls.edit(message_id, text):
+            placeholder.shown = text
+
     def add_text(self, delta: str) -> None:
         self._parts.append(delta)
         self._changed.set()

@@ -1,5 +1,5 @@
-"""The daemon's HTTP server: health, readiness, metrics, channel webhooks (design §13, §14) and
-the push API (design §19, ``push_api``).
+"""The daemon's HTTP server: health, readiness, metrics, channel webhooks (design §13, §14),
+the push API (design §19, ``push_api``) and the operator console (design §23, ``console``).
 
 Channels in webhook mode register their routes here before the server starts, so every
 webhook shares one listener on ``http.host:port``.
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
+from typing import Protocol
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -23,6 +25,13 @@ from bot.ports import WebhookHandler
 from bot.records import Replica
 
 logger = logging.getLogger(__name__)
+
+
+class HttpMount(Protocol):
+    """Routes of their own on the server (the operator console): added before the catch-all
+    webhook route."""
+
+    def mount(self, app: web.Application) -> None: ...
 
 
 class RouteTable:
@@ -56,10 +65,12 @@ class HttpServer:
         replica: Replica | None = None,
         *,
         push: PushApi | None = None,
+        mounts: Sequence[HttpMount] = (),
     ) -> None:
         """``replica``: this daemon among the store's replicas, named in ``/healthz``,
         ``/readyz`` and ``/metrics`` (``switchboard_replica_info``). ``push``: the push API
-        (design §19), mounted when ``http.push_api.enabled``."""
+        (design §19), mounted when ``http.push_api.enabled``. ``mounts``: more routes,
+        such as the operator console's (design §23)."""
         self._settings = settings
         self._identity: dict[str, str] = {}
         self._replica_id = replica.id if replica is not None else None
@@ -77,6 +88,8 @@ class HttpServer:
         self._routes = routes
         if push is not None and settings.push_api.enabled:
             push.mount(self._app)
+        for extra in mounts:
+            extra.mount(self._app)
         self._app.router.add_post("/{path:.*}", self._webhook)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None

@@ -15,12 +15,13 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Collection, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from bot.config.settings import BusyPolicy
 from bot.messages import ConversationKey, Destination
 from bot.pipeline.bus import Accepted
+from bot.pipeline.group_context import HeardMessage
 from bot.records import ChatRef, Clarification
 
 logger = logging.getLogger(__name__)
@@ -33,6 +34,16 @@ class CancelReason(StrEnum):
     TIMEOUT = "timeout"
     LOST = "lost"
     """Another replica took the chat over (``ChatFence``): nothing more is sent here."""
+    REVISED = "revised"
+    """A message of the turn was edited (or one of several withdrawn): it runs again."""
+    WITHDRAWN = "withdrawn"
+    """The turn's message was recalled: it ends without a word, its placeholder deleted."""
+    YIELD = "yielded"
+    """A human replied in the thread (design §22): it ends without a word."""
+    MUTE = "muted"
+    """The conversation was muted (``/mute``): it ends without a word."""
+    HANDOFF = "handed off"
+    """The agent handed the conversation to a human: it ends with ``CancelToken.note``."""
 
 
 @dataclass(slots=True)
@@ -40,6 +51,8 @@ class CancelToken:
     """Why a running turn was cancelled; set just before ``Task.cancel()``."""
 
     reason: CancelReason | None = None
+    note: str | None = None
+    """What a turn ended by a handoff posts instead of its answer."""
 
 
 LaneWork = Callable[[], Coroutine[object, object, None]]
@@ -56,17 +69,49 @@ class TurnRequest:
     answered: Clarification | None = None
     answer: str | None = None
     work: LaneWork | None = None
+    restarted: bool = False
+    """A turn cancelled by an edit runs again: it takes over the first run's placeholder."""
+    label: str = ""
+    """Put before the answer (an answer to an edited message says so, design §21)."""
+    context: tuple[HeardMessage, ...] = ()
+    """Group messages heard before these, for the agent (``group_policy: listen``)."""
 
     @property
     def mergeable(self) -> bool:
         return self.answered is None and self.work is None
 
 
+def _carrying(request: TurnRequest, message_id: str) -> Accepted | None:
+    """The item of ``request`` that is ``message_id``; an answer or a command is no text
+    that an edit could change."""
+    if not request.mergeable:
+        return None
+    return next((item for item in request.items if item.message.message_id == message_id), None)
+
+
 def merge(requests: list[TurnRequest]) -> TurnRequest:
     """Several queued messages become one turn, in arrival order (design §5 queue policy)."""
     last = requests[-1]
     items = tuple(item for request in requests for item in request.items)
-    return TurnRequest(key=last.key, destination=last.destination, items=items)
+    label = next((request.label for request in requests if request.label), "")
+    context = tuple(heard for request in requests for heard in request.context)
+    return TurnRequest(
+        key=last.key, destination=last.destination, items=items, label=label, context=context
+    )
+
+
+class Revised(StrEnum):
+    """Where an edited or withdrawn message was (``Lanes.revise``)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    UNCHANGED = "unchanged"
+    """Found, and the rewrite returned the request as it was: nothing to do."""
+    ABSENT = "absent"
+
+
+Rewrite = Callable[[TurnRequest, Accepted], TurnRequest | None]
+"""The request with the message found in it edited or taken out; ``None``: nothing left."""
 
 
 class SubmitOutcome(StrEnum):
@@ -98,6 +143,8 @@ class _Lane:
     commanding: bool = False
     """What runs is a slow command (``TurnRequest.work``), not an agent turn."""
     token: CancelToken = field(default_factory=CancelToken)
+    current: TurnRequest | None = None
+    """The request whose turn runs now."""
 
 
 class Lanes:
@@ -157,6 +204,63 @@ class Lanes:
         self._cancel_turn(lane, CancelReason.STOP)
         return was_running, cleared
 
+    def running_request(self, key: ConversationKey) -> TurnRequest | None:
+        """The request whose agent turn runs in ``key``'s lane now (not a slow command)."""
+        lane = self._lanes.get(key)
+        if lane is None or not lane.running or lane.commanding or lane.token.reason is not None:
+            return None
+        return lane.current
+
+    def hush(
+        self, key: ConversationKey, reason: CancelReason, note: str | None = None
+    ) -> tuple[bool, list[TurnRequest]]:
+        """End the key's running agent turn for ``reason`` and drop its queued messages
+        (design §22); returns (a turn was cancelled, the requests dropped)."""
+        lane = self._lanes.get(key)
+        if lane is None:
+            return False, []
+        cleared = [request for request in lane.pending if request.mergeable]
+        for request in cleared:
+            lane.pending.remove(request)
+        running = self.running_request(key) is not None
+        if running:
+            lane.token.note = note
+            self._cancel_turn(lane, reason)
+        return running, cleared
+
+    def revise(
+        self, chat: ChatRef, message_id: str, rewrite: Rewrite
+    ) -> tuple[Revised, Accepted | None]:
+        """Apply an edit or a withdrawal of ``message_id`` to the work in hand (design §21):
+        a queued request is rewritten in place; a running turn is cancelled and what is left
+        of it runs next, first, as a restart. Returns where the message was, and its item."""
+        for lane in self._lanes.values():
+            if ChatRef(lane.key.channel, lane.key.account_id, lane.key.chat_id) != chat:
+                continue
+            for index, request in enumerate(lane.pending):
+                found = _carrying(request, message_id)
+                if found is not None:
+                    revised = rewrite(request, found)
+                    if revised is request:
+                        return Revised.UNCHANGED, found
+                    if revised is None:
+                        del lane.pending[index]
+                    else:
+                        lane.pending[index] = revised
+                    return Revised.QUEUED, found
+            current = lane.current if lane.running and lane.token.reason is None else None
+            found = _carrying(current, message_id) if current is not None else None
+            if current is not None and found is not None:
+                revised = rewrite(current, found)
+                if revised is current:
+                    return Revised.UNCHANGED, found
+                if revised is not None:
+                    lane.pending.appendleft(replace(revised, restarted=True))
+                reason = CancelReason.WITHDRAWN if revised is None else CancelReason.REVISED
+                self._cancel_turn(lane, reason)
+                return Revised.RUNNING, found
+        return Revised.ABSENT, None
+
     def drop_chats(self, chats: Collection[ChatRef]) -> None:
         """Chats another replica took over: their running turns end without a word and their
         queued requests are forgotten (journaled, they are the new holder's now)."""
@@ -192,6 +296,7 @@ class Lanes:
         """Run one turn on the driver; a cancellation of the turn ends here, not the driver."""
         token = lane.token = CancelToken()
         lane.running = True
+        lane.current = request
         lane.commanding = request.work is not None
         try:
             await (request.work() if request.work is not None else self._runner(request, token))
@@ -205,12 +310,13 @@ class Lanes:
             logger.exception("turn failed")
         finally:
             lane.running = lane.commanding = False
+            lane.current = None
 
     @staticmethod
     def _next(lane: _Lane) -> TurnRequest:
         first = lane.pending.popleft()
-        if not first.mergeable:
-            return first
+        if not first.mergeable or first.restarted:
+            return first  # a restart keeps its turn's placeholder: nothing merges into it
         batch = [first]
         while lane.pending and lane.pending[0].mergeable:
             batch.append(lane.pending.popleft())

@@ -21,6 +21,7 @@ CLI only records, too; on SQLite a CLI prompt carries ``AWAITING_PICKUP`` for th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import mimetypes
 from collections.abc import Awaitable, Callable, Sequence
@@ -163,7 +164,11 @@ class Pusher:
             channel=wanted.channel, account_id=account or "", chat_id=wanted.chat_id,
             chat_type=chat_type, topic_id=wanted.topic_id, user_id=wanted.user_id,
         )  # fmt: skip
-        delivery_id = delivery_id_for(wanted.channel, address.account_id, request.idempotency_key)
+        # From the request as given, not the account looked up: a repeat must be the same
+        # delivery even when the first was taken before the chat's account was known.
+        delivery_id = delivery_id_for(
+            wanted.channel, wanted.account_id or "", request.idempotency_key
+        )
         return _Resolved(address=address, caps=caps, delivery_id=delivery_id)
 
     # ------------------------------------------------------------------ text and files
@@ -328,11 +333,21 @@ class Pusher:
 
 
 def _same_or_conflict(before: Sequence[object], now: Sequence[object]) -> None:
-    if list(before) != list(now):
+    if [_unaccounted(d) for d in before] != [_unaccounted(d) for d in now]:
         raise PushRefused(
             PushProblem.CONFLICT, "Idempotency-Key",
             "this Idempotency-Key was used for a different request",
         )  # fmt: skip
+
+
+def _unaccounted(delivery: object) -> object:
+    """A delivery as a repeat compares it: without its destination's account, which the
+    first of two repeats may have lacked (nothing had been received from the chat yet)."""
+    destination = getattr(delivery, "destination", None)
+    if isinstance(destination, Destination) and dataclasses.is_dataclass(delivery):
+        bare = dataclasses.replace(destination, account_id="")
+        return dataclasses.replace(delivery, destination=bare)  # type: ignore[type-var]
+    return delivery
 
 
 def _write_once(path: Path, content: bytes) -> None:

@@ -32,7 +32,9 @@ from bot.pipeline.access import AccessControl, Role
 from bot.pipeline.bus import Accepted, BusClosed, InboundBus
 from bot.pipeline.clarifications import Answer, Clarifications
 from bot.pipeline.lanes import Lanes, SubmitOutcome, TurnRequest
+from bot.pipeline.revisions import RevisionDeps, Revisions
 from bot.pipeline.sessions import Sessions, destination_for
+from bot.pipeline.takeover import Takeover
 from bot.ports import Store
 from bot.records import InboundStatus
 
@@ -68,21 +70,28 @@ class RouterDeps:
     counters: Counters
     agent_description: str
     reload: Callable[[str], Awaitable[str]]
+    takeover: Takeover | None = None
+    """Mutes and yields to humans (design §22); ``None``: never held."""
 
 
 class Router:
     def __init__(self, deps: RouterDeps) -> None:
+        self._deps = deps
         self._settings = deps.settings
         self._store = deps.store
-        self._bus = deps.bus
         self._hub = deps.hub
         self._access = deps.access
         self._commands = deps.commands
         self._clarifications = deps.clarifications
         self._sessions = deps.sessions
         self._lanes = deps.lanes
-        self._outbox = deps.outbox
         self._counters = deps.counters
+        self._revisions = Revisions(
+            RevisionDeps(
+                settings=deps.settings, store=deps.store, lanes=deps.lanes, outbox=deps.outbox,
+                hub=deps.hub, sessions=deps.sessions, submit=self._submit,
+            )
+        )  # fmt: skip
         self._command_env = CommandEnv(
             settings=deps.settings,
             store=deps.store,
@@ -93,13 +102,14 @@ class Router:
             agent_description=deps.agent_description,
             stop_conversation=self.stop_conversation,
             reload=deps.reload,
+            takeover=deps.takeover,
         )
 
     async def run(self) -> None:
         """Dispatch bus items until the bus closes."""
         while True:
             try:
-                item = await self._bus.get()
+                item = await self._deps.bus.get()
             except BusClosed:
                 return
             outcome: str = ROUTING_ERROR
@@ -114,14 +124,17 @@ class Router:
                 # Once per routed message, after all its effects: tests wait on this count.
                 self._counters.inbound(item.message.channel, outcome)
 
-    async def handle(self, item: Accepted) -> str:
+    async def handle(self, item: Accepted) -> str:  # noqa: PLR0911 - one exit per stage
         """Route one message; returns its outcome (the ``outcome`` label of the metric)."""
         message = item.message
-        self._outbox.mark_reachable((message.channel, message.account_id, message.chat_id))
+        self._deps.outbox.mark_reachable((message.channel, message.account_id, message.chat_id))
         if message.origin is MessageOrigin.OPERATOR:
             return await self._pushed(item)
         if message.sender.is_bot and self._ignores_bots(message.channel):
             return await self._drop(item, DropReason.FROM_BOT)
+        if message.revision is not None:  # an edit or recall of a message (design §21)
+            self._sessions.heard.revise(message)  # of group chatter kept as context
+            return await self._revisions.handle(item)
         parsed = self._parse_command(message)
         role = self._access.role(message)
         if self._hub.is_paused(message.channel) and not (parsed and role is Role.ADMIN):
@@ -139,17 +152,30 @@ class Router:
         message = item.message
         answer = await self._clarifications.match(message, is_command=False)
         if answer is not None:
+            if held := await self._taken_over(item, answer.clarification.key):
+                return held
             self._submit_answer(item, answer)
             return ANSWER
         if message.button is not None:
             await self._notice(item, self._sessions.scoped_key(message), STALE_BUTTON_NOTICE)
             await self._finish(item, "stale button")
             return STALE_BUTTON
+        heard = self._sessions.heard
         if message.chat_type is ChatType.GROUP and not await self._addressed(message):
-            return await self._drop(item, DropReason.NOT_ADDRESSED)
+            reason = DropReason.HEARD if heard.hear(message) else DropReason.NOT_ADDRESSED
+            return await self._drop(item, reason)
         key = await self._sessions.key_for(message)
-        request = TurnRequest(key=key, destination=destination_for(message, key), items=(item,))
+        if held := await self._taken_over(item, key):
+            return held  # muted, or a human stepped in (design §22)
+        request = TurnRequest(
+            key=key, destination=destination_for(message, key), items=(item,),
+            context=heard.take(message),
+        )  # fmt: skip
         return await self._submit(item, request)
+
+    async def _taken_over(self, item: Accepted, key: ConversationKey) -> str | None:
+        takeover = self._command_env.takeover
+        return None if takeover is None else await takeover.intercept(item, key)
 
     async def _pushed(self, item: Accepted) -> str:
         """A prompt the operator pushed (``run_agent``, design §19): its token authorised it, so
@@ -272,7 +298,7 @@ class Router:
         if channel is None:
             return None
         ctx = ReplyContext.answering(key, item, tag=tag)
-        return ReplyWriter(ctx, channel.capabilities, self._outbox.submit)
+        return ReplyWriter(ctx, channel.capabilities, self._deps.outbox.submit)
 
     async def _send(
         self, item: Accepted, key: ConversationKey, text: str, kind: OutboundKind, tag: str

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from bot.config.settings import GroupScope, Settings
 from bot.messages import ChatType, ConversationKey, Destination, InboundMessage, MessageOrigin
+from bot.pipeline.group_context import GroupContext
 from bot.ports import AgentBackend, Store
 from bot.records import Conversation
 
@@ -30,6 +31,8 @@ class Sessions:
         self._store = store
         self._agent = agent
         self._threads_supported = threads_supported
+        self.heard = GroupContext(settings)
+        """What groups said before a conversation addressed the bot (``group_policy: listen``)."""
 
     async def replied_key(self, message: InboundMessage) -> ConversationKey | None:
         """The conversation of the bot message this one replies to, if any."""

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.config.settings import Settings
@@ -27,9 +28,12 @@ from bot.errors import AgentError, ChatLost
 from bot.hub import ChannelHub
 from bot.messages import Reaction, Sender, utc_now
 from bot.metrics import Counters
+from bot.pipeline import revised_turns as revised
 from bot.pipeline.clarifications import Clarifications
+from bot.pipeline.group_context import render_context
 from bot.pipeline.lanes import CancelReason, CancelToken, TurnRequest
 from bot.pipeline.sessions import Sessions
+from bot.pipeline.takeover import QUIET_REASONS, end_quietly
 from bot.pipeline.turn_marks import TurnMark
 from bot.pipeline.uploads import save_uploads
 from bot.ports import (
@@ -41,6 +45,7 @@ from bot.ports import (
     TextDelta,
     Turn,
 )
+from bot.ports.mutes import TurnHandoff
 from bot.ports.schedules import TurnScheduler
 from bot.records import InboundStatus
 from bot.workspace import ThreadWorkspace
@@ -64,6 +69,7 @@ class TurnDeps:
     fence: ChatFence
     scheduler_for: Callable[[TurnRequest], TurnScheduler | None] = lambda _request: None
     """The schedules of the request's conversation, for the agent's tools (design §19)."""
+    handoff_for: Callable[[TurnRequest], TurnHandoff | None] = lambda _request: None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,7 +96,7 @@ class TurnRunner:
         self._clarifications = deps.clarifications
         self._counters = deps.counters
         self._fence = deps.fence
-        self._scheduler_for = deps.scheduler_for
+        self._ports = deps  # what the agent's tools reach: schedules, handoff
         self._workspaces: dict[str, ThreadWorkspace] = {}
 
     async def __call__(self, request: TurnRequest, token: CancelToken) -> None:
@@ -141,6 +147,7 @@ class TurnRunner:
         ctx = ReplyContext.answering(
             request.key, request.items[-1] if request.items else None,
             destination=request.destination, thread_id=thread_id, correlation_id=correlation,
+            tag=revised.RESTART_TAG if request.restarted else "final",
         )  # fmt: skip
         return ReplyWriter(ctx, channel.capabilities, self._outbox.submit)
 
@@ -156,6 +163,7 @@ class TurnRunner:
         assert ctx.thread_id is not None  # noqa: S101 - set by __call__
         workspace = await self._workspace(ctx.thread_id)
         turn = await self._build_turn(request, channel, workspace)
+        turn = replace(turn, handoff=self._ports.handoff_for(request))
         stream = ProgressStream(
             channel,
             (self._outbox.send_now, self._outbox.withdraw),
@@ -170,6 +178,8 @@ class TurnRunner:
         )  # fmt: skip
         await self._react(replies, Reaction.WORKING)
         try:
+            if request.restarted:  # inside: a withdrawal may cancel it right away
+                await revised.adopt_placeholder(stream, self._store, ctx.correlation_id)
             return await self._consume(scope, turn)
         except asyncio.CancelledError:
             await self._cancelled(scope, token)
@@ -231,7 +241,7 @@ class TurnRunner:
             sender = request.items[-1].message.sender if request.items else _system_sender()
             return Turn(
                 text=request.answer or "", sender=sender, resume_answer=request.answer or "",
-                scheduler=self._scheduler_for(request),
+                scheduler=self._ports.scheduler_for(request),
             )  # fmt: skip
         messages = [item.message for item in request.items]
         limit = self._settings().agent.max_upload_bytes
@@ -239,7 +249,8 @@ class TurnRunner:
         text = "\n\n".join(m.text for m in messages if m.text.strip())
         return Turn(
             text=text, sender=messages[-1].sender, uploads=uploads, notes=notes,
-            scheduler=self._scheduler_for(request),
+            scheduler=self._ports.scheduler_for(request),
+            chat_context=render_context(request.context),
         )  # fmt: skip
 
     async def _ask(self, scope: _Scope, event: ClarificationRequest) -> None:
@@ -257,8 +268,10 @@ class TurnRunner:
     async def _deliver(self, scope: _Scope, final: FinalAnswer) -> None:
         placeholder = await scope.stream.close()
         answered = [item.entry_id for item in scope.request.items]
+        label = scope.request.label
+        text = f"{label}\n\n{final.text}" if label else final.text
         await scope.replies.answer(
-            final.text, final.files, scope.workspace, placeholder_id=placeholder, finishes=answered
+            text, final.files, scope.workspace, placeholder_id=placeholder, finishes=answered
         )
         self._observe_first_reply(scope.request)
         await self._react(scope.replies, Reaction.DONE)
@@ -275,6 +288,17 @@ class TurnRunner:
         reason = token.reason or CancelReason.SHUTDOWN
         if reason is CancelReason.LOST:
             await asyncio.shield(scope.stream.close())  # the chat's new holder answers
+            return
+        if reason in QUIET_REASONS:  # a human took over (design §22)
+            mark = functools.partial(self._mark, scope.request, InboundStatus.HANDLED, str(reason))
+            ending = end_quietly(scope.stream, scope.replies, self._outbox.submit, token, mark)
+            await asyncio.shield(ending)
+            return
+        if reason in (CancelReason.REVISED, CancelReason.WITHDRAWN):  # design §21
+            mark = functools.partial(self._mark, scope.request, InboundStatus.HANDLED)
+            outbox = (self._store, self._outbox.submit)
+            ending = revised.end_turn(scope.stream, scope.replies, outbox, reason, mark)
+            await asyncio.shield(ending)
             return
         texts = {
             CancelReason.STOP: "⏹️ Stopped.",

@@ -10,6 +10,7 @@ from typing import Protocol
 from bot.messages import (
     Sender,
 )
+from bot.ports.mutes import TurnHandoff
 from bot.ports.schedules import TurnScheduler
 
 
@@ -35,6 +36,12 @@ class Turn:
     scheduler: TurnScheduler | None = None
     """Schedules of this turn's own conversation, for the agent's schedule tools (none: the
     tools say schedules are off); design §19 "Schedules"."""
+    handoff: TurnHandoff | None = None
+    """The agent's ``handoff`` tool bound to this turn's conversation (none: the tool says a
+    handoff is not available here); design §22."""
+    chat_context: str = ""
+    """Recent group messages not addressed to the bot, as a block the model reads before
+    ``text`` (``group_policy: listen``, design §20); empty: none."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,6 +18,7 @@ from bot.messages import (
     Attachment,
     Destination,
     InboundMessage,
+    MessageRemoval,
     OutboundFile,
     OutboundText,
     Reaction,
@@ -182,10 +183,16 @@ class ChannelCapabilities:
     paced by the kernel's limiter; ``None``: no such cap."""
     stale_after_s: float | None = None
     """Reconnect when nothing (not even a ping) arrived for this long; ``None`` disables."""
+    deletes: bool = False
+    """The bot can delete its own messages (``delete_message``)."""
     idempotent_sends: bool = False
     """The platform dedupes a repeated send with the same ``dedupe_key``, answering with the
     original message instead of posting again. Crash recovery relies on it to finish a
     placeholder the platform may have taken just before a crash (design §11)."""
+    listen_caveat: str | None = None
+    """Why ``group_policy: listen`` may hear no unaddressed group message here: the platform
+    delivers the bot only what is addressed to it (always, or without a permission it cannot
+    check); ``None``: it delivers them. Logged at start and by ``switchboard check``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -260,6 +267,10 @@ class Channel(Protocol):
     async def send_file(self, file: OutboundFile) -> SentRef: ...
 
     async def react(self, mark: ReactionMark) -> None: ...
+
+    async def delete_message(self, removal: MessageRemoval) -> None:
+        """Delete one of the bot's messages; ``InvalidRequest`` where the platform cannot."""
+        ...
 
     async def show_typing(self, destination: Destination) -> None: ...
 

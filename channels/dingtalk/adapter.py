@@ -50,7 +50,10 @@ DINGTALK_CAPABILITIES = ChannelCapabilities(
     threads=False, typing=False,
     max_file_bytes=20 * 1024 * 1024, max_image_bytes=10 * 1024 * 1024,
     progress_interval_dm_s=1.0, progress_interval_group_s=1.5, per_chat_interval_s=3.0,
-    per_dm_interval_s=0.2,
+    per_dm_interval_s=0.2, listen_caveat=(
+        "DingTalk delivers a group message to a robot only when it @-mentions the robot, "
+        "so listen hears no other group message"
+    ),
 )  # fmt: skip
 SESSIONS_FILE = "dingtalk-sessions.sqlite3"
 

@@ -28,13 +28,25 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.messages import Attachment, AttachmentKind, ButtonPress, ChatType, InboundMessage, Sender
+from bot.messages import (
+    Attachment,
+    AttachmentKind,
+    ButtonPress,
+    ChatType,
+    InboundMessage,
+    Revision,
+    RevisionKind,
+    Sender,
+)
 from channels.feishu.post import flatten_post
 from channels.feishu.render import VALUE_KEY
 
 Json = dict[str, Any]
 
 MESSAGE_EVENT = "im.message.receive_v1"
+RECALLED_EVENT = "im.message.recalled_v1"
+"""A message was recalled (by its sender or a chat admin). Feishu sends bots no event for an
+edited message: lark-oapi 1.7.5 has no ``im.message.updated``-style event at all."""
 CARD_ACTION_EVENT = "card.action.trigger"
 ALL_KEY = "@_all"
 _SPACES = re.compile(r"[ \t]{2,}")
@@ -116,6 +128,9 @@ class Translator:
             threaded = bool(raw.get("thread_id"))
             root = message.thread_root_id or message.message_id
             return Decoded(message=message, thread_root=root if threaded else None)
+        if kind == RECALLED_EVENT:
+            recalled = self.recalled(payload)
+            return Decoded(message=recalled) if recalled is not None else None
         if kind == CARD_ACTION_EVENT:
             found = self.card_press(payload)
             return Decoded(message=found[0], press=found[1]) if found is not None else None
@@ -153,6 +168,21 @@ class Translator:
             mentions_bot=bool(mine),
             received_at=event_time(message.get("create_time")),
         )
+
+    def recalled(self, payload: Json) -> InboundMessage | None:
+        """``im.message.recalled_v1`` (``message_id``, ``chat_id``, ``recall_time``,
+        ``recall_type``): a withdrawal of the message (design §21). The event names neither
+        the sender nor the chat type; the kernel takes both from the recalled message."""
+        event: Json = payload.get("event") or {}
+        message_id, chat_id = str(event.get("message_id") or ""), str(event.get("chat_id") or "")
+        if not message_id or not chat_id:
+            return None
+        return InboundMessage(
+            channel=self._channel, account_id=_tenant(payload), chat_id=chat_id,
+            chat_type=ChatType.GROUP, message_id=f"{message_id}/recalled", sender=Sender(id=""),
+            revision=Revision(kind=RevisionKind.WITHDRAWN, message_id=message_id),
+            received_at=event_time(event.get("recall_time")),
+        )  # fmt: skip
 
     def _is_me(self, sender: Json, open_id: str) -> bool:
         if open_id and open_id == self._me.open_id:

@@ -37,6 +37,7 @@ from bot.errors import InvalidRequest, MessageGone, SendError, TransientSendErro
 from bot.messages import (
     Button,
     Destination,
+    MessageRemoval,
     OutboundFile,
     OutboundKind,
     OutboundText,
@@ -296,6 +297,10 @@ class Outbound:
         return Content(msg_type="file", content=dumps({"file_key": _key(found, "file")}))
 
     # ------------------------------------------------------------------ reactions
+
+    async def delete_message(self, removal: MessageRemoval) -> None:
+        """Recall one of the bot's messages (``DELETE messages/:id``)."""
+        await self._api.call("DELETE", f"{MESSAGES}/{removal.message_id}")
 
     async def show_typing(self, destination: Destination) -> None:
         """Feishu has no typing indicator for bots."""

@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 
 FILE_LIMIT = 100 * 1024 * 1024
 SLACK_CAPABILITIES = ChannelCapabilities(
-    text_limit=12_000, edits=True, buttons=True, threads=True, typing=False,
+    text_limit=12_000, edits=True, buttons=True, threads=True, typing=False, deletes=True,
     reactions=frozenset(Reaction),
     max_file_bytes=FILE_LIMIT, max_image_bytes=FILE_LIMIT, progress_interval_dm_s=1.0,
     progress_interval_group_s=1.0, per_chat_interval_s=1.0, per_dm_interval_s=1.0,

@@ -30,7 +30,7 @@ from slack_bolt.response import BoltResponse
 from bot.delivery.bounded import RecentSet
 from bot.messages import InboundMessage
 from bot.ports import Publish
-from channels.slack.inbound import ChoiceClick, Json, Translator
+from channels.slack.inbound import REVISION_SUBTYPES, ChoiceClick, Json, Translator
 from channels.slack.render import ACTION_PREFIX
 
 logger = logging.getLogger(__name__)
@@ -120,9 +120,12 @@ class Listeners:
         return refused
 
     async def _on_event(self, body: Json, event: Json, *, via_mention: bool) -> BoltResponse | None:
-        if self._translator.is_ignored(event):
+        if event.get("subtype") in REVISION_SUBTYPES:
+            message = await self._translator.revision(event)  # an edit or deletion (design §21)
+        elif self._translator.is_ignored(event):
             return None
-        message = await self._translator.message(event, via_mention=via_mention)
+        else:
+            message = await self._translator.message(event, via_mention=via_mention)
         if message is None:
             return None
         keys = [f"message:{message.chat_id}:{message.message_id}"]

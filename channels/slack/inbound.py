@@ -8,18 +8,28 @@ Only this module knows how Slack spells things:
 - ``thread_ts`` (when it differs from ``ts``) is the thread the message was posted in; a reply
   in a thread under the bot's message sets ``reply_to_bot``; a DM stays one conversation
   unless the user replies in a thread, which the kernel keys by that thread;
-- the bot's own messages, other bots' messages (unless ``InboundRules`` allows them), edits,
-  deletions and the other system subtypes produce nothing;
+- the bot's own messages, other bots' messages (unless ``InboundRules`` allows them) and the
+  system subtypes produce nothing; ``message_changed`` and ``message_deleted`` of a person's
+  message become revisions (design §21), unless the text stayed as it was (an unfurl);
 - shared files become attachments whose ``ref`` is their ``url_private_download``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.messages import Attachment, AttachmentKind, ButtonPress, ChatType, InboundMessage, Sender
+from bot.messages import (
+    Attachment,
+    AttachmentKind,
+    ButtonPress,
+    ChatType,
+    InboundMessage,
+    Revision,
+    RevisionKind,
+    Sender,
+)
 from channels.slack.markup import (
     UserNames,
     mentioned_users,
@@ -32,6 +42,8 @@ from channels.slack.render import ACTION_PREFIX
 Json = dict[str, Any]
 
 PROCESSED_SUBTYPES = frozenset({"", "file_share", "thread_broadcast", "bot_message"})
+EDITED, DELETED = "message_changed", "message_deleted"
+REVISION_SUBTYPES = frozenset({EDITED, DELETED})
 GROUP_CHANNEL_TYPES = frozenset({"channel", "group", "mpim"})
 
 
@@ -130,6 +142,40 @@ class Translator:
             reply_to_bot=root is not None and event.get("parent_user_id") == me.user_id,
             mentions_bot=via_mention or mentions_user(raw, me.user_id),
             received_at=event_time(event.get("event_ts") or ts),
+        )
+
+    async def revision(self, event: Json) -> InboundMessage | None:
+        """A ``message_changed`` or ``message_deleted`` event of a person's message (design
+        §21); its ``message_id`` is unique per event, its ``revision`` names the message."""
+        channel = str(event.get("channel") or "")
+        current: Json = event.get("message") or {}
+        previous: Json = event.get("previous_message") or {}
+        mine = previous if event.get("subtype") == DELETED else current
+        if not channel or self.is_ignored({k: v for k, v in mine.items() if k != "subtype"}):
+            return None
+        if event.get("subtype") == DELETED:
+            target = str(event.get("deleted_ts") or previous.get("ts") or "")
+            if not target:
+                return None
+            return InboundMessage(
+                channel=self._channel, account_id=self._me.team_id, chat_id=channel,
+                chat_type=chat_type_of(channel, event.get("channel_type")),
+                message_id=f"{target}/deleted", sender=Sender(id=str(previous.get("user") or "")),
+                revision=Revision(kind=RevisionKind.WITHDRAWN, message_id=target),
+                received_at=event_time(event.get("event_ts") or event.get("ts")),
+            )  # fmt: skip
+        if current.get("text") == previous.get("text"):
+            return None  # an unfurl, a reaction, a file shown: nothing the agent reads changed
+        inner = {**current, "channel": channel, "channel_type": event.get("channel_type")}
+        edited = await self.message({**inner, "subtype": None}, via_mention=False)
+        if edited is None:
+            return None
+        stamp = str((current.get("edited") or {}).get("ts") or event.get("ts") or "")
+        return replace(
+            edited,
+            message_id=f"{edited.message_id}/edited/{stamp}",
+            revision=Revision(kind=RevisionKind.EDITED, message_id=edited.message_id),
+            received_at=event_time(event.get("event_ts") or stamp),
         )
 
     async def button(self, body: Json) -> tuple[InboundMessage, ChoiceClick] | None:

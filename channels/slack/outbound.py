@@ -29,6 +29,7 @@ from bot.errors import InvalidRequest, MessageGone, SendError
 from bot.messages import (
     Button,
     Destination,
+    MessageRemoval,
     OutboundFile,
     OutboundText,
     Reaction,
@@ -101,6 +102,10 @@ class Outbound:
             return edit.message_id
 
         await self._ladder(edit.text, edit.render, edit.buttons, update)
+
+    async def delete_message(self, removal: MessageRemoval) -> None:
+        with sdk_errors():
+            await self._web.chat_delete(channel=removal.destination.chat_id, ts=removal.message_id)
 
     async def _ladder(
         self, text: str, mode: RenderMode, buttons: tuple[Button, ...], call: PayloadCall

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from telegram import Bot, BotCommand, Update
 from telegram import error as tg
@@ -53,6 +54,11 @@ TELEGRAM_CAPABILITIES = ChannelCapabilities(
 """Pacing as python-telegram-bot's own limiter: 30/s for the bot, about one message a second
 in a group (and at most 20 new messages a minute), private chats limited only bot-wide.
 Telegram says what it wants with 429 ``retry_after``, which blocks exactly that chat."""
+PRIVACY_MODE_CAVEAT = (
+    "the bot's privacy mode is on (getMe can_read_all_group_messages is false), so Telegram "
+    "delivers it only commands, @-mentions and replies and listen hears nothing else; turn it "
+    "off with @BotFather /setprivacy, then remove the bot from each group and add it again"
+)
 POLL_TIMEOUT_S = 10.0
 RECENT_UPDATES = 2048
 _COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
@@ -113,6 +119,9 @@ class TelegramChannel(PlatformChannel[Outbound]):
     async def _connect(self, publish: Publish) -> None:
         bot = self._bot = self._access.new_bot()
         me = await self._initialize(bot)
+        private = not bot.bot.can_read_all_group_messages  # getMe: privacy mode is on
+        caveat = PRIVACY_MODE_CAVEAT if private else None
+        self.capabilities = replace(self.capabilities, listen_caveat=caveat)
         await self._register_commands(bot)
         self._me, self._out = me, Outbound(bot, secret=self._access.token)
         self._identity = BotIdentity(user_id=me.account_id, usernames=frozenset({me.username}))

@@ -13,7 +13,7 @@ anything across restarts, whether a conversation lives in a forum topic (send wi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from telegram import CallbackQuery, Chat, Message, MessageEntity, Update, User
 
@@ -23,10 +23,13 @@ from bot.messages import (
     ButtonPress,
     ChatType,
     InboundMessage,
+    Revision,
+    RevisionKind,
     Sender,
 )
 
 TOPIC_PREFIX = "topic:"
+EDIT_MARK = "/edited/"
 _CALLBACK_PREFIX = "cb:"
 _MENTION_TRAILERS = " \t\n,:"
 _CHAT_TYPES = {
@@ -65,10 +68,27 @@ def to_inbound(update: Update, me: BotMe) -> InboundMessage | None:
     """The message an update carries, or ``None`` for updates the bot does not act on."""
     if update.callback_query is not None:
         return _from_callback(update.callback_query, me)
+    if update.edited_message is not None:
+        return _from_edit(update.edited_message, update.update_id, me)
     message = update.message
     if message is None:
-        return None  # edits, channel posts, member updates: nothing to answer
+        return None  # channel posts, member updates: nothing to answer
     return _from_message(message, me)
+
+
+def _from_edit(message: Message, update_id: int, me: BotMe) -> InboundMessage | None:
+    """An ``edited_message``: the new text of ``message_id`` (design §21). Its own id is
+    unique per edit (the update's id: ``edit_date`` counts whole seconds, and a redelivery
+    keeps the update id), so the journal keeps each edit once. Telegram tells a bot nothing
+    about deleted messages, so there is no withdrawal here."""
+    edited = _from_message(message, me)
+    if edited is None:
+        return None
+    return replace(
+        edited,
+        message_id=f"{message.message_id}{EDIT_MARK}{update_id}",
+        revision=Revision(kind=RevisionKind.EDITED, message_id=edited.message_id),
+    )
 
 
 def _from_message(message: Message, me: BotMe) -> InboundMessage | None:

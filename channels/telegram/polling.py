@@ -30,7 +30,7 @@ from channels.telegram.errors import redact, retry_after_seconds
 
 logger = logging.getLogger(__name__)
 
-ALLOWED_UPDATES = ("message", "callback_query")
+ALLOWED_UPDATES = ("message", "edited_message", "callback_query")
 RECONNECT = Backoff(base_s=1.0, cap_s=30.0)
 PARKED_RETRY_S = 600.0
 REFUSED_PAUSE_S = 1.0

@@ -55,6 +55,7 @@ def test_tool_schemas_hide_the_injected_config(tools: dict[str, BaseTool]) -> No
     assert sorted(tools) == [
         "ask_clarification",
         "cancel_schedule",
+        "handoff",
         "list_files",
         "list_schedules",
         "present_files",
@@ -64,6 +65,7 @@ def test_tool_schemas_hide_the_injected_config(tools: dict[str, BaseTool]) -> No
     ]
     assert set(tools["schedule_message"].args) == {"text", "at", "cron", "timezone", "kind"}
     assert set(tools["cancel_schedule"].args) == {"schedule_id"}
+    assert set(tools["handoff"].args) == {"reason"}
     assert set(tools["write_file"].args) == {"path", "content"}
     assert set(tools["present_files"].args) == {"paths"}
     assert set(tools["list_files"].args) == set()

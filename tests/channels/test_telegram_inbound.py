@@ -140,7 +140,7 @@ def test_documents_voice_audio_and_video_become_attachments() -> None:
 @pytest.mark.parametrize(
     "update",
     [
-        {"update_id": 1, "edited_message": _message("edited")},
+        {"update_id": 1, "edited_message": _message(None, new_chat_members=[ALICE])},
         {"update_id": 1, "message": _message(None, new_chat_members=[ALICE])},
         {"update_id": 1, "message": _message("post", chat={"id": -5, "type": "channel"})},
     ],

@@ -23,6 +23,7 @@ from bot.messages import (
     Delivery,
     Destination,
     InboundMessage,
+    MessageRemoval,
     OutboundFile,
     OutboundKind,
     OutboundText,
@@ -66,6 +67,8 @@ class Sent:
             return self.delivery.text
         if isinstance(self.delivery, OutboundFile):
             return f"[file {self.delivery.name}]"
+        if isinstance(self.delivery, MessageRemoval):
+            return f"[removal of {self.delivery.message_id}]"
         return f"[reaction {self.delivery.reaction}]"
 
 

@@ -43,6 +43,7 @@ TABLES = {
     "delivery_attempts",
     "schedules",
     "schedule_firings",
+    "mutes",
     "clarifications",
     "users",
     "pairing_requests",

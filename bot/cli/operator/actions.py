@@ -2,14 +2,22 @@
 dead-letter queue and on access requests (design §8, §10).
 
 Every change is written to the audit table as ``cli:<login name>``, like the chat admin
-commands are (design §9). The running daemon needs no signal: its outbox worker looks for due
-rows at least every ``IDLE_POLL_S`` seconds, and access checks read the store on each message.
+commands are (design §9), through the ``operations`` the browser console uses too. The running
+daemon needs no signal: its outbox worker looks for due rows at least every ``IDLE_POLL_S``
+seconds, and access checks read the store on each message.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from bot.cli.operator.operations import (
+    OperationRefused,
+    approve_pairing,
+    deny_pairing,
+    purge_rows,
+    retry_dead,
+)
 from bot.cli.operator.output import (
     OUTBOX_HEADERS,
     PAIRING_HEADERS,
@@ -26,8 +34,7 @@ from bot.config.settings import Settings
 from bot.delivery.outbox import IDLE_POLL_S
 from bot.exit_codes import EXIT_OK
 from bot.messages import utc_now
-from bot.ports import Store
-from bot.records import OutboxState, UserStatus
+from bot.records import OutboxState
 
 
 def _done(args: argparse.Namespace, message: str, **facts: object) -> None:
@@ -56,30 +63,13 @@ async def outbox_list(args: argparse.Namespace, settings: Settings) -> int:
 async def outbox_retry(args: argparse.Namespace, settings: Settings) -> int:
     ids: list[int] = args.row_ids
     async with opened_store(settings) as store:
-        refused = await _not_dead(store, ids)
-        wanted = [row_id for row_id in ids if row_id not in refused]
-        revived = 0
-        if wanted or not ids:
-            revived = await store.outbox.revive(wanted or None)
-        detail = f"{revived} revived" + (f" of rows {' '.join(map(str, ids))}" if ids else "")
-        await store.audit.record(operator_actor(), "outbox retry", detail)
+        done = await retry_dead(store, ids, operator_actor())
+    revived, refused = done.revived, done.refused
     message = f"revived {revived} dead row(s); the daemon sends them within {IDLE_POLL_S:g} s"
     for row_id, why in refused.items():
         message += f"\nrow {row_id} not revived: {why}"
     _done(args, message, revived=revived, refused={str(k): v for k, v in refused.items()})
     return EXIT_FAILED if refused else EXIT_OK
-
-
-async def _not_dead(store: Store, ids: list[int]) -> dict[int, str]:
-    """The given rows that cannot be revived, and why."""
-    refused: dict[int, str] = {}
-    for row_id in ids:
-        row = await store.outbox.get(row_id)
-        if row is None:
-            refused[row_id] = "no such row"
-        elif row.state is not OutboxState.DEAD:
-            refused[row_id] = f"it is {row.state}, not dead"
-    return refused
 
 
 async def outbox_purge(args: argparse.Namespace, settings: Settings) -> int:
@@ -91,8 +81,7 @@ async def outbox_purge(args: argparse.Namespace, settings: Settings) -> int:
             EXIT_FAILED,
         )
     async with opened_store(settings) as store:
-        purged = await store.outbox.purge(state)
-        await store.audit.record(operator_actor(), "outbox purge", f"{purged} {state} rows")
+        purged = await purge_rows(store, state, operator_actor())
     _done(args, f"purged {purged} {state} row(s)", purged=purged)
     return EXIT_OK
 
@@ -113,15 +102,12 @@ async def pairing_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def pairing_approve(args: argparse.Namespace, settings: Settings) -> int:
-    code = args.code.strip().upper()
-    actor = operator_actor()
     async with opened_store(settings) as store:
-        request = await store.access.take_pairing(code, utc_now())
-        if request is None:
-            raise _no_request(code)
-        await store.access.set_status(request.channel, request.user_id, UserStatus.APPROVED, actor)
-        user = f"{request.channel}:{request.user_id}"
-        await store.audit.record(actor, "pairing approve", f"{code} {user}")
+        try:
+            request = await approve_pairing(store, args.code, operator_actor())
+        except OperationRefused as exc:
+            raise CommandFailed(str(exc), EXIT_FAILED) from None
+    user = f"{request.channel}:{request.user_id}"
     who = request.display_name or request.user_id
     _done(args, f"approved {who} ({user})", request=pairing_json(request))
     return EXIT_OK
@@ -130,12 +116,9 @@ async def pairing_approve(args: argparse.Namespace, settings: Settings) -> int:
 async def pairing_deny(args: argparse.Namespace, settings: Settings) -> int:
     code = args.code.strip().upper()
     async with opened_store(settings) as store:
-        if not await store.access.drop_pairing(code):
-            raise _no_request(code)
-        await store.audit.record(operator_actor(), "pairing deny", code)
+        try:
+            await deny_pairing(store, code, operator_actor())
+        except OperationRefused as exc:
+            raise CommandFailed(str(exc), EXIT_FAILED) from None
     _done(args, f"dropped access request {code}")
     return EXIT_OK
-
-
-def _no_request(code: str) -> CommandFailed:
-    return CommandFailed(f"no pending request with code {code} (it may have expired)", EXIT_FAILED)

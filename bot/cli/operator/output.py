@@ -12,7 +12,14 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from bot.messages import ConversationKey, Delivery, OutboundFile, OutboundText, TextEdit
+from bot.messages import (
+    ConversationKey,
+    Delivery,
+    MessageRemoval,
+    OutboundFile,
+    OutboundText,
+    TextEdit,
+)
 from bot.records import (
     AuditEntry,
     Conversation,
@@ -73,6 +80,8 @@ def describe_delivery(delivery: Delivery) -> str:
     if isinstance(delivery, OutboundFile):
         kind = "image" if delivery.is_image else "file"
         return f"{kind} {delivery.name} ({delivery.size} bytes)"
+    if isinstance(delivery, MessageRemoval):
+        return f"removal of {delivery.message_id}"
     return f"reaction {delivery.reaction} on {delivery.message_id}"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from bot.cli.operator.mutes import mute_json, mute_lines
 from bot.cli.operator.output import (
     AUDIT_HEADERS,
     CONVERSATION_HEADERS,
@@ -36,6 +37,7 @@ from bot.exit_codes import EXIT_OK
 from bot.hub import ALL_CHANNELS, pause_setting
 from bot.messages import utc_now
 from bot.ports import Store
+from bot.ports.mutes import Mute, mutes_of
 from bot.ports.schedules import ScheduleCounts, schedules_of
 from bot.records import OutboxState, Replica
 from bot.registry import IMPORT_PATHS, EdgeKind
@@ -61,6 +63,8 @@ class StoreFacts:
     pushes_pending: int = 0
     """Pending outbox rows that deliver pushes (and schedule firings), of the first
     ``PENDING_LOOKED_AT`` pending rows."""
+    mutes: tuple[Mute, ...] | None = None
+    """Muted conversations in force (design §22); ``None``: the store keeps none."""
 
     def to_json(self) -> JsonObject:
         return {
@@ -72,6 +76,7 @@ class StoreFacts:
             "schedules": None
             if self.schedules is None
             else {"active": self.schedules.active, "next": iso(self.schedules.next_fire_at)},
+            "mutes": None if self.mutes is None else [mute_json(mute) for mute in self.mutes],
         }
 
 
@@ -118,6 +123,7 @@ async def _store_facts(store: Store, settings: Settings) -> StoreFacts:
         replicas=replicas,
         chats_held={r.id: await store.leases.held(r.id) for r in replicas},
         schedules=None if (table := schedules_of(store)) is None else await table.counts(),
+        mutes=None if (muted := mutes_of(store)) is None else tuple(await muted.active(utc_now())),
         pushes_pending=sum(
             1
             for row in await store.outbox.listing(OutboxState.PENDING, limit=PENDING_LOOKED_AT)
@@ -161,6 +167,8 @@ def _print_status(readiness: Readiness, settings: Settings, facts: StoreFacts | 
             upcoming = facts.schedules.next_fire_at
             later = "" if upcoming is None else f", next at {when(upcoming)} UTC"
             lines.append(("schedules", f"{facts.schedules.active} active{later}"))
+        if facts.mutes is not None:
+            lines += mute_lines(facts.mutes)
     for name, value in lines:
         print(f"{name:<14} {value}")
     if not isinstance(facts, str) and facts.replicas:

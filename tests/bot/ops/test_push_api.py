@@ -56,6 +56,22 @@ async def test_a_push_arrives_once_and_its_repeat_adds_nothing(tmp_path: Path) -
     assert 'switchboard_pushes_total{kind="text",outcome="repeated"} 1.0' in metrics
 
 
+async def test_a_repeat_after_the_chat_became_known_is_the_same_delivery(tmp_path: Path) -> None:
+    channel = FakeChannel()
+    async with running(push_settings(tmp_path), [channel], FakeAgent()) as run:
+        status, first, _ = await post(run.daemon, TEXT, key="before-hello")
+        await channel.wait_text("**Deploy** done")
+        # Now the chat writes, from an account of its own: the lookup finds that account.
+        await channel.inject(dm("hello", message_id="m1", account_id="acct-7"))
+        await routed(run.kernel, 1)
+        again = await post(run.daemon, TEXT, key="before-hello")
+        await run.kernel.outbox.wait_idle()
+    assert status == 202, first
+    assert again[0] == 202, again
+    assert (again[1]["delivery_id"], again[1]["repeated"]) == (first["delivery_id"], True)
+    assert channel.texts().count("**Deploy** done") == 1
+
+
 async def test_metrics_count_push_deliveries_by_kind_and_outcome(tmp_path: Path) -> None:
     channel = FakeChannel()
     async with running(push_settings(tmp_path), [channel], FakeAgent()) as run:

@@ -227,6 +227,18 @@ class FakeFeishu(LoopbackFake[FeishuServer], Observations, FaultScript):
         self.push_event(payload, parts=parts)
         return str(payload["event"]["message"]["message_id"])
 
+    def push_recall(self, message_id: str, *, deliver: bool = True) -> str:
+        """The sender recalls their message: replies to it are refused from now on (230011)
+        and ``im.message.recalled_v1`` is delivered (``deliver=False``: not yet, as when the
+        event is late); returns its event_id."""
+        with self._guard:
+            found = self._world.messages.get(message_id)
+            if found is None or found.sender_type == "app":
+                raise ValueError(f"push_recall: no user message {message_id}")
+            found.deleted = True
+            payload = inbound.message_recalled(self.ids, message_id, found.chat_id)
+        return self.push_event(payload) if deliver else str(payload["header"]["event_id"])
+
     def push_card_action(self, **fields: Unpack[ClickFields]) -> str:
         """Deliver ``card.action.trigger`` (see ``card_action_payload``) as an event frame
         (``type=event``: the SDK drops ``type=card`` frames); returns its event_id. The ack

@@ -161,3 +161,20 @@ def with_event_id(payload: dict[str, Any], event_id: str) -> dict[str, Any]:
     copied: dict[str, Any] = json.loads(json.dumps(payload))
     copied["header"]["event_id"] = event_id
     return copied
+
+
+def message_recalled(
+    ids: Identity, message_id: str, chat_id: str, recall_type: str = "message_owner"
+) -> dict[str, Any]:
+    """``im.message.recalled_v1`` as Feishu sends it (lark-oapi ``P2ImMessageRecalledV1Data``:
+    ``message_id``, ``chat_id``, ``recall_time``, ``recall_type``); no sender, no chat type."""
+    return {
+        "schema": "2.0",
+        "header": header(ids, "im.message.recalled_v1"),
+        "event": {
+            "message_id": message_id,
+            "chat_id": chat_id,
+            "recall_time": _ms(),
+            "recall_type": recall_type,
+        },
+    }

@@ -67,7 +67,7 @@ class Messages:
         if found is None:
             raise codes.invalid(f"message not found: {message_id}")
         if found.deleted:
-            raise ApiError(codes.MESSAGE_RECALLED, "The message is recalled.")
+            raise ApiError(codes.MESSAGE_RECALLED, "The message was withdrawn.")
         return found
 
     def _chat_for(self, id_type: str, receive_id: str) -> tuple[str, str]:

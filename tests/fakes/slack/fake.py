@@ -28,7 +28,14 @@ from tests.fakes.common.records import Guard
 from tests.fakes.common.server import LoopbackFake
 from tests.fakes.slack import records
 from tests.fakes.slack.delivery import Deliverer, SignedPost
-from tests.fakes.slack.payloads import Click, block_actions, event_callback, message_events
+from tests.fakes.slack.payloads import (
+    Click,
+    block_actions,
+    changed_event,
+    deleted_event,
+    event_callback,
+    message_events,
+)
 from tests.fakes.slack.records import EVENTS_API, INTERACTIVE, Call, Delivery, Envelope, Fault
 from tests.fakes.slack.server import ThreadedServer
 from tests.fakes.slack.web import WebApi
@@ -144,6 +151,36 @@ class FakeSlack(LoopbackFake[ThreadedServer], Observing):
             self.push_event(events["app_mention"])
         self.push_event(events["message"], event_id=event_id)
         return ts
+
+    def push_edit(self, channel: str, ts: str, text: str) -> str:
+        """The author edits their message ``ts`` to ``text`` (``message_changed``; the same
+        ``text`` sends what an unfurl sends: a change that leaves the text as it was).
+        Returns the event's ts."""
+        with self._guard:
+            message = self._world.find(channel, ts)
+            if message is None or message.by_bot:
+                raise ValueError(f"push_edit: no human message {ts} in {channel}")
+            before = message.as_api(self.ids)
+            event_ts = self._world.next_ts()
+            message.text, message.edited_ts = text, event_ts
+            kind = self._world.channels.get(channel, "channel")
+            event = changed_event(self.ids, before, message, kind, event_ts)
+        self.push_event(event)
+        return event_ts
+
+    def push_delete(self, channel: str, ts: str) -> str:
+        """The author deletes their message ``ts`` (``message_deleted``); returns the event ts."""
+        with self._guard:
+            message = self._world.find(channel, ts)
+            if message is None or message.by_bot:
+                raise ValueError(f"push_delete: no human message {ts} in {channel}")
+            before = message.as_api(self.ids)
+            self._world.remove(message)
+            event_ts = self._world.next_ts()
+            kind = self._world.channels.get(channel, "channel")
+            event = deleted_event(before, channel, kind, event_ts)
+        self.push_event(event)
+        return event_ts
 
     def push_interaction(self, payload: dict[str, Any]) -> None:
         envelope = Envelope(envelope_id=str(uuid.uuid4()), kind=INTERACTIVE, payload=payload)

@@ -156,3 +156,42 @@ def _find_button(blocks: list[Any], action_id: str) -> tuple[str, str]:
                 label = text.get("text", "") if isinstance(text, dict) else ""
                 return str(block.get("block_id") or uuid.uuid4().hex[:5]), str(label)
     return uuid.uuid4().hex[:5], ""
+
+
+def changed_event(
+    ids: Identity, before: dict[str, Any], after: Message, channel_type: str, event_ts: str
+) -> dict[str, Any]:
+    """``message`` subtype ``message_changed``: the message as it reads now (with
+    ``edited: {user, ts}``) and as it read before, ``hidden: true``, under a new ``ts``."""
+    current = after.as_api(ids)
+    if after.text:
+        current["blocks"] = rich_text(after.text)
+    return {
+        "type": "message",
+        "subtype": "message_changed",
+        "hidden": True,
+        "message": current,
+        "previous_message": before,
+        "channel": after.channel,
+        "channel_type": channel_type,
+        "ts": event_ts,
+        "event_ts": event_ts,
+    }
+
+
+def deleted_event(
+    before: dict[str, Any], channel: str, channel_type: str, event_ts: str
+) -> dict[str, Any]:
+    """``message`` subtype ``message_deleted``: ``deleted_ts`` names the message, and
+    ``previous_message`` is how it read."""
+    return {
+        "type": "message",
+        "subtype": "message_deleted",
+        "hidden": True,
+        "deleted_ts": before["ts"],
+        "previous_message": before,
+        "channel": channel,
+        "channel_type": channel_type,
+        "ts": event_ts,
+        "event_ts": event_ts,
+    }

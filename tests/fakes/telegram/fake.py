@@ -33,6 +33,11 @@ class FakeTelegram(FakeTelegramServer):
     ) -> None:
         super().__init__(token=token, bot_id=bot_id, bot_username=bot_username)
 
+    def set_privacy_mode(self, *, on: bool) -> None:
+        """What ``getMe`` says from now on (BotFather ``/setprivacy``); on by default."""
+        with self._cond:
+            self._world.privacy_mode = on
+
     # ------------------------------------------------------------------ inbound traffic
 
     def push_update(self, update: dict[str, Any]) -> int:
@@ -74,6 +79,19 @@ class FakeTelegram(FakeTelegramServer):
         )  # fmt: skip
         with self._cond:
             update = inbound.message_update(self._world, spec)
+            self._world.enqueue(update)
+            queued = _copy(update)
+        self._poke()
+        return queued
+
+    def push_edit(
+        self, message_id: int, text: str, *, chat_id: int = 42, entities: list[Json] | None = None
+    ) -> dict[str, Any]:
+        """The user edits their message ``message_id`` to ``text`` (``edited_message``)."""
+        with self._cond:
+            update = inbound.edited_update(
+                self._world, chat_id=chat_id, message_id=message_id, text=text, entities=entities
+            )
             self._world.enqueue(update)
             queued = _copy(update)
         self._poke()

@@ -1,8 +1,10 @@
-"""Builders for the updates a test pushes: messages (text, media, replies, topics) and button
-presses, shaped like the real Bot API's JSON so python-telegram-bot parses them as it would."""
+"""Builders for the updates a test pushes: messages (text, media, replies, topics), their
+edits and button presses, shaped like the real Bot API's JSON so python-telegram-bot parses
+them as it would."""
 
 from __future__ import annotations
 
+import copy
 import mimetypes
 import time
 from dataclasses import dataclass
@@ -137,3 +139,22 @@ def callback_update(  # noqa: PLR0913 - the button press fields
     world.callback_queries[query_id] = False
     query = {"id": query_id, "from": user, "chat_instance": f"ci{chat_id}", "data": data}
     return {"callback_query": {**query, "message": message}}
+
+
+def edited_update(
+    world: World, *, chat_id: int, message_id: int, text: str, entities: list[Json] | None
+) -> Json:
+    """An ``edited_message`` update as Telegram sends it: the whole message with its new
+    text (or caption) and ``edit_date``; the stored message changes too."""
+    stored = world.message(chat_id, message_id)
+    if stored is None or stored.by_bot:
+        raise ValueError(f"push_edit: no user message {message_id} in chat {chat_id}")
+    message: Json = copy.deepcopy(stored.message)
+    key = "caption" if "caption" in message else "text"
+    message[key] = text
+    message.pop(f"{key}_entities" if key == "caption" else "entities", None)
+    if entities:
+        message["caption_entities" if key == "caption" else "entities"] = entities
+    message["edit_date"] = max(int(time.time()), int(message["date"]) + 1)
+    world.store_message(message, by_bot=False)
+    return {"edited_message": message}

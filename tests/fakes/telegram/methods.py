@@ -88,7 +88,11 @@ class BotApi:
 
     def get_me(self, request: ApiRequest) -> Json:
         flags = ("can_join_groups", "can_read_all_group_messages", "supports_inline_queries")
-        return {**self.world.bot_user, **dict.fromkeys(flags, False), "can_join_groups": True}
+        reads_all = not self.world.privacy_mode
+        return {
+            **self.world.bot_user, **dict.fromkeys(flags, False), "can_join_groups": True,
+            "can_read_all_group_messages": reads_all,
+        }  # fmt: skip
 
     def get_chat(self, request: ApiRequest) -> Json:
         chat = self.world.chats[self.chat_id(request.params)]

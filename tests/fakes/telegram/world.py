@@ -47,6 +47,8 @@ class Webhook:
 @dataclass(slots=True)
 class World:
     bot_user: Json
+    privacy_mode: bool = True
+    """BotFather's default: ``getMe`` says ``can_read_all_group_messages: false``."""
     chats: dict[int, Json] = field(default_factory=dict)
     users: dict[int, Json] = field(default_factory=dict)
     threads: dict[int, set[int]] = field(default_factory=dict)

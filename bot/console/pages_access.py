@@ -1,0 +1,75 @@
+"""``/console/access``: pending pairing requests (approve, deny), users let in or blocked
+(allow, deny), and the admins of the configuration. The actions are the CLI's and the chat
+commands' (``bot.cli.operator.operations``), audited as ``console:<name>``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from aiohttp import web
+
+from bot.cli.operator.operations import (
+    OperationRefused,
+    approve_pairing,
+    deny_pairing,
+    set_user_status,
+)
+from bot.cli.operator.output import USER_HEADERS, user_cells
+from bot.console.pages import back, deps, form, page, session
+from bot.records import UserStatus
+
+PATH = "/console/access"
+
+
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/access", _access)
+    router.add_post("/access/approve", _approve)
+    router.add_post("/access/deny", _deny)
+    router.add_post("/access/user", _user)
+
+
+async def _access(request: web.Request) -> web.Response:
+    found = deps(request)
+    settings = found.settings()
+    policies = {name: settings.channel_policy(name) for name in settings.channels.enabled()}
+    return page(
+        request, "access.html", "access",
+        pairings=await found.store.access.pending_pairings(datetime.now(UTC)),
+        user_headers=USER_HEADERS,
+        users=[user_cells(user) for user in await found.store.access.users()],
+        admins=settings.access.admins, policies=policies,
+    )  # fmt: skip
+
+
+async def _approve(request: web.Request) -> web.Response:
+    code = (await form(request)).get("code", "")
+    try:
+        done = await approve_pairing(deps(request).store, code, session(request).actor)
+    except OperationRefused as exc:
+        raise back(PATH, failed=str(exc)) from None
+    who = done.display_name or done.user_id
+    raise back(PATH, note=f"approved {who} ({done.channel}:{done.user_id})")
+
+
+async def _deny(request: web.Request) -> web.Response:
+    code = (await form(request)).get("code", "")
+    try:
+        await deny_pairing(deps(request).store, code, session(request).actor)
+    except OperationRefused as exc:
+        raise back(PATH, failed=str(exc)) from None
+    raise back(PATH, note=f"dropped access request {code.strip().upper()}")
+
+
+async def _user(request: web.Request) -> web.Response:
+    fields = await form(request)
+    verb = fields.get("status", "")
+    if verb not in ("allow", "deny"):
+        raise back(PATH, failed="status must be allow or deny")
+    status = UserStatus.APPROVED if verb == "allow" else UserStatus.DENIED
+    channel, user = fields.get("channel", ""), fields.get("user", "")
+    try:
+        await set_user_status(deps(request).store, channel, user, status, session(request).actor)
+    except OperationRefused as exc:
+        raise back(PATH, failed=str(exc)) from None
+    done = "may now talk to the bot" if verb == "allow" else "is now blocked"
+    raise back(PATH, note=f"{channel.strip()}:{user.strip()} {done}")

@@ -1,0 +1,74 @@
+"""``/console/``: channels, replicas and their chats, queues, running turns, the outbox, the
+newest messages (``/console/partials/overview`` refreshes them every few seconds) and the
+charts (``/console/api/activity?window=hour|day``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+
+from aiohttp import web
+
+from bot.cli.operator.output import REPLICA_HEADERS, replica_cells
+from bot.console.activity import POINTS_LOOKED_AT, WINDOWS, series
+from bot.console.context import ConsoleDeps
+from bot.console.pages import deps, page
+from bot.console.render import render
+from bot.ports.activity import journal_window_of
+from bot.records import InboundStatus
+
+RECENT_MESSAGES = 15
+
+
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/", _overview)
+    router.add_get("/partials/overview", _live)
+    router.add_get("/api/activity", _activity)
+
+
+async def live_facts(found: ConsoleDeps) -> dict[str, object]:
+    store, hub, settings = found.store, found.hub, found.settings()
+    now = datetime.now(UTC)
+    replicas = await store.replicas.live(now, settings.daemon.replica_expiry_s)
+    unfinished = Counter(entry.status for entry in await store.inbound.unfinished())
+    window = journal_window_of(store)
+    recent = [] if window is None else await window.recent(limit=RECENT_MESSAGES)
+    channels = [
+        {"name": name, "state": str(hub.state(name)), "reason": hub.reason(name),
+         "paused": hub.is_paused(name)}
+        for name in hub.names()
+    ]  # fmt: skip
+    return {
+        "channels": channels,
+        "replica_headers": REPLICA_HEADERS,
+        "replicas": [replica_cells(r, await store.leases.held(r.id)) for r in replicas],
+        "this_replica": found.replica_id,
+        "outbox": {str(state): count for state, count in (await store.outbox.counts()).items()},
+        "pairings": len(await store.access.pending_pairings(now)),
+        "live": found.live,
+        "fleet_running": unfinished[InboundStatus.RUNNING],
+        "fleet_waiting": unfinished[InboundStatus.ACCEPTED],
+        "recent": recent,
+        "has_history": window is not None,
+        "updated": now,
+    }
+
+
+async def _overview(request: web.Request) -> web.Response:
+    return page(request, "overview.html", "overview", **await live_facts(deps(request)))
+
+
+async def _live(request: web.Request) -> web.Response:
+    return render("overview_live.html", await live_facts(deps(request)))
+
+
+async def _activity(request: web.Request) -> web.Response:
+    window = WINDOWS.get(request.query.get("window", "hour"))
+    if window is None:
+        return web.json_response({"error": "window must be hour or day"}, status=400)
+    journal = journal_window_of(deps(request).store)
+    if journal is None:
+        return web.json_response({"error": "this store keeps no journal history"}, status=404)
+    now = datetime.now(UTC)
+    points = await journal.points(now - window.span, POINTS_LOOKED_AT)
+    return web.json_response(series(points, window, now), headers={"Cache-Control": "no-store"})

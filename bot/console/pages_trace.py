@@ -1,0 +1,40 @@
+"""``/console/trace?id=MESSAGE_ID``: what ``switchboard trace`` shows, from the same
+functions: every journal entry of the message (dedupe decision, routing, conversation,
+turn) with its outbox rows and every platform call; a push's delivery id or a
+``schedule-ID`` shows that instead."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from bot.cli.operator.output import describe_delivery
+from bot.cli.operator.schedule import trace_schedule
+from bot.cli.operator.trace import dedupe_text, run_outcome, trace_message, trace_push
+from bot.console.pages import deps, page
+
+
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/trace", _trace)
+
+
+async def _trace(request: web.Request) -> web.Response:
+    found = deps(request)
+    wanted = request.query.get("id", "").strip()[:200]
+    channel = request.query.get("channel", "").strip() or None
+    context: dict[str, object] = {
+        "wanted": wanted, "channel": channel or "", "traces": [], "other": None,
+        "outcome": run_outcome, "dedupe": dedupe_text, "describe": describe_delivery,
+        "missing": False,
+        "retention_days": found.settings().daemon.journal_retention_days,
+    }  # fmt: skip
+    if wanted:
+        store = found.store
+        traces = await trace_message(store, wanted, channel)
+        other = None
+        if not traces:
+            other = await trace_schedule(store, wanted) or await trace_push(store, wanted)
+        context.update(
+            traces=traces, other=None if other is None else other[1],
+            missing=not traces and other is None,
+        )  # fmt: skip
+    return page(request, "trace.html", "trace", **context)

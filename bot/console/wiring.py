@@ -1,0 +1,55 @@
+"""Building the console from the daemon's parts (``bot.app``): only when ``console.enabled``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.config.settings import Settings
+from bot.console.app import Console
+from bot.console.context import ConsoleDeps
+from bot.kernel import Kernel
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCounts:
+    """``LiveCounts`` of the kernel: its inbound bus and its conversation lanes."""
+
+    kernel: Kernel
+
+    @property
+    def queue_depth(self) -> int:
+        return self.kernel.bus.depth
+
+    @property
+    def queue_capacity(self) -> int:
+        return self.kernel.bus.capacity
+
+    @property
+    def active_runs(self) -> int:
+        return self.kernel.lanes.active_runs
+
+    @property
+    def queued_turns(self) -> int:
+        return self.kernel.lanes.queued
+
+
+def daemon_console(
+    settings: Callable[[], Settings], kernel: Kernel, replica_id: str
+) -> Console | None:
+    current = settings()
+    if not current.console.enabled:
+        return None
+    if not current.http.enabled:
+        logger.warning("console.enabled is set but http is disabled: the console is not served")
+        return None
+    deps = ConsoleDeps(
+        settings=settings, store=kernel.store, hub=kernel.hub, replica_id=replica_id,
+        live=KernelCounts(kernel), repoll=kernel.outbox.repoll,
+    )  # fmt: skip
+    host, port = current.http.host, current.http.port
+    logger.info("operator console at http://%s:%s/console/", host, port)
+    return Console(deps)

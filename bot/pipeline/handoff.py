@@ -1,0 +1,144 @@
+"""The agent's ``handoff`` tool (design §22): bound to the running turn's own
+conversation, it mutes that conversation for ``access.handoff_mute``, announces the handoff in
+every ``access.on_call`` chat through the push path (``Pusher``: recorded in the outbox, sent
+by the chat's holder, once even if the turn runs again after a crash), and ends the turn with
+the note "A human will take it from here: <reason>" in place of an answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from typing_extensions import override
+
+from bot.config.settings import Settings
+from bot.delivery.outbox import Outbox
+from bot.hub import ChannelHub
+from bot.pipeline.lanes import CancelReason, TurnRequest
+from bot.pipeline.mutes import MutesOff
+from bot.pipeline.proactive import KeyFor, PushDeps, Pusher
+from bot.pipeline.push_types import PushRefused, PushRequest, PushTarget, PushText
+from bot.pipeline.takeover import Takeover
+from bot.ports import Store
+from bot.ports.mutes import TurnHandoff
+
+logger = logging.getLogger(__name__)
+
+REASON_LIMIT = 300
+NOTE = "🙋 A human will take it from here: {reason}"
+ANNOUNCEMENT = "🙋 Handoff requested in {where} (asked by {who}): {reason}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandoffDeps:
+    settings: Callable[[], Settings]
+    takeover: Takeover
+    pusher: Pusher
+
+
+class ConversationHandoff(TurnHandoff):
+    def __init__(self, deps: HandoffDeps, request: TurnRequest) -> None:
+        self._deps = deps
+        self._request = request
+        self._done = False
+
+    @override
+    async def handoff(self, reason: str) -> str:
+        reason = " ".join(reason.split())
+        if not reason:
+            return "Error: say in a few words why a human should take over (`reason`)."
+        if len(reason) > REASON_LIMIT:
+            reason = reason[: REASON_LIMIT - 1] + "…"
+        if self._done:
+            return "Already handed off in this turn; nothing more to do."
+        request, key = self._request, self._request.key
+        last = request.items[-1].message if request.items else None
+        actor = f"agent:{last.user_ref}" if last is not None else f"agent:{key.channel}"
+        config = self._deps.settings().access
+        try:
+            await self._deps.takeover.book.mute(
+                key, length=config.handoff_mute, reason=f"handoff: {reason}", actor=actor
+            )
+        except MutesOff:
+            return "Error: handoffs are not available here (the store keeps no mutes)."
+        self._done = True
+        told = await self._announce(reason, actor)
+        # Ends this very turn (the tool runs inside it): the note is posted in its place. The
+        # cancellation lands at the next suspension, made here, so nothing of the turn (no
+        # further model call, no answer) runs after the tool.
+        note = NOTE.format(reason=reason)
+        if await self._deps.takeover.quiet(key, CancelReason.HANDOFF, note):
+            await asyncio.sleep(0)
+        return f"Handed off; the conversation is muted. {told}"
+
+    async def _announce(self, reason: str, actor: str) -> str:
+        """Tell every on-call chat; what came of it, for the model."""
+        request = self._request
+        targets = self._deps.settings().access.on_call
+        if not targets:
+            return "No on-call chat is configured (access.on_call)."
+        last = request.items[-1] if request.items else None
+        who = (last.message.sender.display_name or last.message.sender.id) if last else "?"
+        text = ANNOUNCEMENT.format(where=request.key.describe(), who=who, reason=reason)
+        turn = last.correlation_id if last is not None else request.key.describe()
+        failed: list[str] = []
+        for index, target in enumerate(targets):
+            push = PushRequest(
+                target=PushTarget(
+                    channel=target.channel, chat_id=target.chat, account_id=target.account,
+                    topic_id=target.topic, chat_type=target.chat_type,
+                ),
+                body=PushText(text=text),
+                idempotency_key=f"handoff/{turn}/{index}",
+                actor=actor,
+            )  # fmt: skip
+            try:
+                await self._deps.pusher.push(push)
+            except PushRefused as exc:
+                logger.warning(
+                    "handoff: on-call %s %s refused: %s", target.channel, target.chat, exc
+                )
+                failed.append(f"{target.channel} {target.chat} ({exc.message})")
+        if failed:
+            return f"On-call notified, except: {'; '.join(failed)}."
+        return "The on-call people were notified."
+
+
+def turn_handoffs(deps: HandoffDeps) -> Callable[[TurnRequest], TurnHandoff | None]:
+    """``TurnDeps.handoff_for``: each turn's handoff, bound to its own conversation; none for
+    a turn that answers no chat message (a slow command)."""
+
+    def handoff_for(request: TurnRequest) -> TurnHandoff | None:
+        if request.work is not None or not deps.takeover.book.available:
+            return None
+        return ConversationHandoff(deps, request)
+
+    return handoff_for
+
+
+class LateHandoffs:
+    """``TurnDeps.handoff_for`` made before the lanes exist (they need the turn runner, the
+    handoff needs them): no handoff until ``deps`` is set, right after."""
+
+    def __init__(self) -> None:
+        self.deps: HandoffDeps | None = None
+
+    def __call__(self, request: TurnRequest) -> TurnHandoff | None:
+        return None if self.deps is None else turn_handoffs(self.deps)(request)
+
+
+def handoff_pusher(
+    settings: Callable[[], Settings], store: Store, hub: ChannelHub, outbox: Outbox,
+    key_for: KeyFor,
+) -> Pusher:  # fmt: skip
+    """A ``Pusher`` for the on-call announcements: text only, sent at once when this daemon is
+    alone on its store, else recorded for the chat's holder (as every push)."""
+    return Pusher(
+        PushDeps(
+            settings=settings, store=store, caps_of=hub.capabilities_of, key_for=key_for,
+            record=None if store.leases.shared else outbox.submit, repoll=outbox.repoll,
+        )
+    )  # fmt: skip

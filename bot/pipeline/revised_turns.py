@@ -1,0 +1,100 @@
+"""What a turn does when its message is edited or withdrawn while it runs (design §21).
+
+An edit cancels the turn and runs it again with the new text under the same correlation id,
+so the restart finds the first run's placeholder (recorded under the same key) and streams
+into it: the old partial answer is replaced, and one answer is all the chat ever shows. A
+withdrawal cancels it without a word; its placeholder is deleted where the platform lets
+the bot delete, else edited to say the message was withdrawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from bot.delivery.progress import ProgressStream
+from bot.delivery.writer import Record, ReplyWriter
+from bot.messages import Delivery, MessageRemoval, OutboundKind, TextEdit
+from bot.pipeline.lanes import CancelReason
+from bot.ports import Store
+from bot.records import OutboxItem, OutboxRow, OutboxState
+
+RESTART_TAG = "revised"
+"""The idempotency namespace of a restarted turn's answer (``<correlation>/revised/N``): if
+the first run recorded its answer just before the edit cancelled it, the restart's answer
+still goes out (into the same placeholder) instead of being taken for that one."""
+WITHDRAWN_REASON = "withdrawn"
+"""The journal reason of a message whose author recalled or deleted it."""
+RESTARTING_TEXT = "✏️ Your message was edited — answering the new version…"
+WITHDRAWN_TEXT = "🗑️ The message was withdrawn."
+
+
+async def sent_placeholder(store: Store, correlation_id: str) -> OutboxRow | None:
+    """The placeholder a turn of ``correlation_id`` sent (``<correlation>/placeholder…/0``),
+    if it went out; the message it made is the row's first sent id."""
+    for row in await store.outbox.for_correlation(correlation_id):
+        key = row.item.idempotency_key
+        placeholder = key.startswith(f"{correlation_id}/placeholder") and key.endswith("/0")
+        if placeholder and row.state is OutboxState.SENT and row.sent_message_ids:
+            return row
+    return None
+
+
+async def adopt_placeholder(stream: ProgressStream, store: Store, correlation_id: str) -> None:
+    """Point a restarted turn's stream at the placeholder its first run sent, if any."""
+    row = await sent_placeholder(store, correlation_id)
+    if row is not None:
+        await stream.adopt(row.sent_message_ids[0], RESTARTING_TEXT)
+
+
+async def remove_left_placeholder(store: Store, record: Record, correlation_id: str) -> None:
+    """A turn withdrawn before its stream took over the placeholder an earlier run of it
+    sent (a restart that had not begun, or was just beginning): that placeholder goes."""
+    row = await sent_placeholder(store, correlation_id)
+    if row is None:
+        return
+    removal = MessageRemoval(
+        destination=row.item.delivery.destination, message_id=row.sent_message_ids[0]
+    )
+    item = OutboxItem(
+        idempotency_key=f"{correlation_id}/withdrawn/0", delivery=removal, key=row.item.key,
+        thread_id=row.item.thread_id, correlation_id=correlation_id,
+    )  # fmt: skip
+    await record([item])
+
+
+async def end_turn(
+    stream: ProgressStream,
+    replies: ReplyWriter,
+    outbox: tuple[Store, Record],
+    reason: CancelReason,
+    mark: Callable[[str], Awaitable[None]],
+) -> None:
+    """End a turn whose message was edited (it runs again, into the same placeholder: nothing
+    to do but stop) or withdrawn: its placeholder goes (or one an earlier run of this turn
+    left, which a restart had not taken over yet), and ``mark`` finishes its messages."""
+    placeholder = await stream.close()
+    if reason is not CancelReason.WITHDRAWN:
+        return
+    await _take_back(placeholder, replies, outbox)
+    await mark(WITHDRAWN_REASON)
+
+
+async def _take_back(
+    placeholder: str | None, replies: ReplyWriter, outbox: tuple[Store, Record]
+) -> None:
+    store, record = outbox
+    ctx = replies.ctx
+    if placeholder is None:
+        if replies.caps.deletes:
+            await remove_left_placeholder(store, record, ctx.correlation_id)
+        return
+    tagged = ctx.tagged("withdrawn")
+    delivery: Delivery
+    if replies.caps.deletes:
+        delivery = MessageRemoval(destination=tagged.destination, message_id=placeholder)
+    else:
+        delivery = TextEdit(
+            destination=tagged.destination, message_id=placeholder, text=WITHDRAWN_TEXT,
+            kind=OutboundKind.FINAL,
+        )  # fmt: skip
+    await record([tagged.item(0, delivery)])

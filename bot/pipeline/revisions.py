@@ -1,0 +1,277 @@
+"""Edits and withdrawals of chat messages change the work they started (design §21).
+
+An adapter publishes "message X was edited to this text" or "message X was withdrawn" as an
+``InboundMessage`` carrying a ``Revision``: it is journaled (under the event's own id, so the
+dedupe never takes it for X) and routed to the replica holding the chat like any message.
+The router hands it here, before access control — its author is X's, and X already passed
+or failed there; a revision of a message the bot never took is ignored.
+
+Where X is decides what happens:
+
+- **queued**: an edit replaces its text in the queue; a withdrawal drops it.
+- **running**: the turn is cancelled; an edit runs it again with the new text, into the same
+  placeholder (``revised_turns``); a withdrawal ends it without a word and its placeholder
+  goes. If the turn had merged X with other messages, they run again without X.
+- **answered**: an edit follows ``conversations.on_edit_after_answer`` (``ignore``, or
+  ``answer``: a new turn replying to the edited message, its answer labelled); a withdrawal
+  leaves the answer unless ``conversations.delete_answers_of_recalled``, which deletes what
+  the bot sent in answer to X alone (an answer shared with other messages stays).
+
+An edit that leaves the text as it was (a link preview, a reaction) changes nothing. An
+edit of a queued or running X takes X's place: the lane's item becomes the edit's journal
+entry with X's message id, text replaced, and correlation id; X's entry is finished as
+superseded. A crash before that turn ends resumes the edit's entry, which finds X superseded
+and runs as X would have — with the new text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from bot.config.revisions import EditAfterAnswer
+from bot.config.settings import Settings
+from bot.delivery.outbox import Outbox
+from bot.hub import ChannelHub
+from bot.messages import (
+    InboundMessage,
+    MessageRemoval,
+    OutboundFile,
+    OutboundText,
+    Revision,
+    RevisionKind,
+)
+from bot.pipeline.bus import Accepted
+from bot.pipeline.lanes import Lanes, Revised, TurnRequest
+from bot.pipeline.revised_turns import WITHDRAWN_REASON, remove_left_placeholder
+from bot.pipeline.sessions import Sessions, destination_for
+from bot.ports import Store
+from bot.records import ChatRef, InboundStatus, JournalEntry, OutboxItem, OutboxState
+
+logger = logging.getLogger(__name__)
+
+EDITED_LABEL = "✏️ _Answer to the edited message:_"
+SUPERSEDED_REASON = "edited: superseded by its edit"
+"""A message whose queued or running work an edit took over (the edit's entry carries it)."""
+APPLIED_REASON = "edit applied: runs in place of its message"
+ANSWERED_STATES = (InboundStatus.HANDLED, InboundStatus.FAILED)
+
+# Outcomes (the ``outcome`` label of the inbound metric).
+EDIT_APPLIED = "edit_applied"
+EDIT_RESTARTED = "edit_restarted"
+EDIT_ANSWERED = "edit_answered"
+EDIT_IGNORED = "edit_ignored"
+WITHDRAWN = "withdrawn"
+WITHDRAWAL_IGNORED = "withdrawal_ignored"
+
+Submit = Callable[[Accepted, TurnRequest], Awaitable[str]]
+"""The router's way into a lane (busy policy, "queued" acknowledgement)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RevisionDeps:
+    settings: Callable[[], Settings]
+    store: Store
+    lanes: Lanes
+    outbox: Outbox
+    hub: ChannelHub
+    sessions: Sessions
+    submit: Submit
+
+
+class Revisions:
+    def __init__(self, deps: RevisionDeps) -> None:
+        self._deps = deps
+
+    async def handle(self, item: Accepted) -> str:
+        """Apply one revision; returns its outcome."""
+        revision = item.message.revision
+        assert revision is not None  # noqa: S101 - the router sends only revisions here
+        if revision.kind is RevisionKind.EDITED:
+            outcome = await self._edited(item, revision)
+        else:
+            outcome = await self._withdrawn(item, revision)
+        logger.info(
+            "%s of message %s correlation=%s outcome=%s",
+            revision.kind, revision.message_id, item.correlation_id, outcome,
+        )  # fmt: skip
+        return outcome
+
+    # ------------------------------------------------------------------ edits
+
+    async def _edited(self, item: Accepted, revision: Revision) -> str:
+        text = item.message.text
+
+        def rewrite(request: TurnRequest, found: Accepted) -> TurnRequest | None:
+            if found.message.text == text:
+                return request
+            # The edit's own entry takes the message's place (a crash resumes the new text);
+            # the correlation id stays the turn's, so a restart finds its placeholder.
+            edited = dataclasses.replace(
+                found, entry_id=item.entry_id, message=_with_text(found, text)
+            )
+            items = tuple(edited if each is found else each for each in request.items)
+            return dataclasses.replace(request, items=items)
+
+        if await self._answered(item, revision):
+            return await self._edited_later(item, revision)
+        where, found = self._deps.lanes.revise(_chat(item), revision.message_id, rewrite)
+        if where is Revised.UNCHANGED:
+            return await self._finish(item, "edit changed nothing", EDIT_IGNORED)
+        if found is None:
+            return await self._edited_later(item, revision)
+        await self._deps.store.inbound.update(
+            found.entry_id, InboundStatus.HANDLED, reason=SUPERSEDED_REASON
+        )
+        await self._deps.store.inbound.update(
+            item.entry_id, InboundStatus.ACCEPTED, reason=APPLIED_REASON
+        )
+        return EDIT_APPLIED if where is Revised.QUEUED else EDIT_RESTARTED
+
+    async def _edited_later(self, item: Accepted, revision: Revision) -> str:
+        """An edit of a message no longer in a lane: answered already, or never taken."""
+        text = item.message.text
+        entry = await self._entry(item, revision)
+        if entry is None or entry.status not in ANSWERED_STATES:
+            return await self._finish(item, "edit of a message not in hand", EDIT_IGNORED)
+        if entry.reason == SUPERSEDED_REASON and await self._was_applied(item):
+            return await self._resume_applied(item, entry)
+        if entry.reason == WITHDRAWN_REASON or entry.message.text == text:
+            return await self._finish(item, "edit changed nothing", EDIT_IGNORED)
+        if self._deps.settings().conversations.on_edit_after_answer is EditAfterAnswer.IGNORE:
+            return await self._finish(item, "edit after the answer ignored", EDIT_IGNORED)
+        return await self._answer_again(item, entry)
+
+    async def _answer_again(self, item: Accepted, entry: JournalEntry) -> str:
+        """A new turn for the edited text, replying to the edited message (its platform id)
+        and labelled; journaled under the edit's own entry, so a crash resumes it."""
+        message = dataclasses.replace(entry.message, text=item.message.text)
+        again = dataclasses.replace(item, message=message)
+        key = await self._deps.sessions.key_for(message)
+        request = TurnRequest(
+            key=key, destination=destination_for(message, key), items=(again,), label=EDITED_LABEL
+        )
+        await self._deps.submit(again, request)
+        return EDIT_ANSWERED
+
+    async def _was_applied(self, item: Accepted) -> bool:
+        """Whether this edit had taken its message's place in a lane before a restart (its
+        entry says so), rather than arriving after that message's answer."""
+        message = item.message
+        for entry in await self._deps.store.inbound.find(message.channel, message.message_id):
+            if entry.id == item.entry_id:
+                return entry.status is InboundStatus.RUNNING or entry.reason == APPLIED_REASON
+        return False
+
+    async def _resume_applied(self, item: Accepted, entry: JournalEntry) -> str:
+        """After a crash, an edit that had replaced its queued or running message is that
+        message now: it runs as the message would have, under the message's correlation id."""
+        message = dataclasses.replace(entry.message, text=item.message.text)
+        resumed = dataclasses.replace(item, message=message, correlation_id=entry.correlation_id)
+        key = await self._deps.sessions.key_for(message)
+        request = TurnRequest(key=key, destination=destination_for(message, key), items=(resumed,))
+        await self._deps.submit(resumed, request)
+        return EDIT_APPLIED
+
+    # ------------------------------------------------------------------ withdrawals
+
+    async def _withdrawn(self, item: Accepted, revision: Revision) -> str:
+        dropped_restart: list[str] = []
+
+        def rewrite(request: TurnRequest, found: Accepted) -> TurnRequest | None:
+            items = tuple(each for each in request.items if each is not found)
+            if not items and request.restarted:
+                dropped_restart.append(found.correlation_id)
+            return dataclasses.replace(request, items=items) if items else None
+
+        answered = await self._answered(item, revision)
+        where, found = (
+            (Revised.ABSENT, None)
+            if answered
+            else self._deps.lanes.revise(_chat(item), revision.message_id, rewrite)
+        )
+        if found is not None:
+            await self._deps.store.inbound.update(
+                found.entry_id, InboundStatus.HANDLED, reason=WITHDRAWN_REASON
+            )
+            if dropped_restart:  # its first run's placeholder; the turn, if any, agrees (same key)
+                store, submit = self._deps.store, self._deps.outbox.submit
+                await remove_left_placeholder(store, submit, dropped_restart[0])
+            detail = "queued message dropped" if where is Revised.QUEUED else "turn cancelled"
+            return await self._finish(item, detail, WITHDRAWN)
+        entry = await self._entry(item, revision)
+        if entry is None or entry.status not in ANSWERED_STATES:
+            return await self._finish(
+                item, "withdrawal of a message not in hand", WITHDRAWAL_IGNORED
+            )
+        if not self._deps.settings().conversations.delete_answers_of_recalled:
+            return await self._finish(item, "withdrawn after its answer", WITHDRAWAL_IGNORED)
+        deleted = await self._delete_answers(entry)
+        return await self._finish(item, f"withdrawn; {deleted} answer messages deleted", WITHDRAWN)
+
+    async def _delete_answers(self, entry: JournalEntry) -> int:
+        """Delete every message the bot sent in answer to the entry (keyed by its correlation
+        id: its answer, placeholder and notices; reactions need no deleting)."""
+        channel = self._deps.hub.get(entry.message.channel)
+        if channel is None or not channel.capabilities.deletes:
+            return 0
+        correlation = entry.correlation_id
+        removals: list[OutboxItem] = []
+        seen: set[str] = set()
+        for row in await self._deps.store.outbox.for_correlation(correlation):
+            delivery = row.item.delivery
+            if row.state is not OutboxState.SENT:
+                continue
+            if not isinstance(delivery, OutboundText | OutboundFile):
+                continue
+            for message_id in row.sent_message_ids:
+                if message_id in seen:
+                    continue
+                seen.add(message_id)
+                removal = MessageRemoval(destination=delivery.destination, message_id=message_id)
+                removals.append(
+                    OutboxItem(
+                        idempotency_key=f"{correlation}/recalled/{len(removals)}",
+                        delivery=removal, key=row.item.key, thread_id=row.item.thread_id,
+                        correlation_id=correlation,
+                    )
+                )  # fmt: skip
+        if removals:
+            await self._deps.outbox.submit(removals)
+        return len(removals)
+
+    # ------------------------------------------------------------------ helpers
+
+    async def _answered(self, item: Accepted, revision: Revision) -> bool:
+        """Whether the message's answer is recorded: its turn may still be finishing (a
+        reaction), but an edit or a withdrawal now comes after the answer."""
+        entry = await self._entry(item, revision)
+        return (
+            entry is not None
+            and entry.status in ANSWERED_STATES
+            and entry.reason != SUPERSEDED_REASON
+        )
+
+    async def _entry(self, item: Accepted, revision: Revision) -> JournalEntry | None:
+        """The revised message's journal entry (its first, if the platform reused the id)."""
+        message = item.message
+        for entry in await self._deps.store.inbound.find(message.channel, revision.message_id):
+            found = entry.message
+            if found.account_id == message.account_id and found.chat_id == message.chat_id:
+                return entry
+        return None
+
+    async def _finish(self, item: Accepted, reason: str, outcome: str) -> str:
+        await self._deps.store.inbound.update(item.entry_id, InboundStatus.HANDLED, reason=reason)
+        return outcome
+
+
+def _chat(item: Accepted) -> ChatRef:
+    message = item.message
+    return ChatRef(message.channel, message.account_id, message.chat_id)
+
+
+def _with_text(found: Accepted, text: str) -> InboundMessage:
+    return dataclasses.replace(found.message, text=text)

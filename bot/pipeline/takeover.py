@@ -1,0 +1,170 @@
+"""Human takeover in the router and in a turn (design §22).
+
+The router asks ``Takeover.intercept`` about every addressed message before it submits a turn:
+
+- **yield**: in a group thread, a reply from a human (``access.yield_to``: one of
+  ``access.humans``, or any member) that does not mention the bot, posted while the bot's turn
+  for that thread runs and sent by someone that turn does not answer, ends the turn without a
+  word (``CancelReason.YIELD``) and drops the thread's queued messages; the thread is then
+  muted for ``access.yield_mute``. The human's message is recorded as handled, not answered.
+- **mute**: a message in a muted conversation (or a muted chat) is recorded as handled with
+  the reason ``muted``; no turn, no placeholder, no typing.
+
+``end_quietly`` is how a turn ended by a yield, a mute or a handoff finishes: the placeholder,
+if one was shown, is deleted where the platform can delete (else reduced to one short line),
+and a handoff's note takes its place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from bot.config.settings import Settings
+from bot.config.takeover import YieldTo
+from bot.delivery.progress import ProgressStream
+from bot.delivery.writer import Record, ReplyWriter
+from bot.messages import ChatType, ConversationKey, InboundMessage, MessageRemoval, Reaction
+from bot.pipeline.bus import Accepted
+from bot.pipeline.lanes import CancelReason, CancelToken, Lanes, TurnRequest
+from bot.pipeline.mutes import MuteBook
+from bot.ports import Store
+from bot.records import InboundStatus
+
+logger = logging.getLogger(__name__)
+
+MUTED = "muted"
+YIELDED = "yielded"
+"""The router's outcomes (the inbound metric's ``outcome`` label) for held messages."""
+LEFT_BEHIND = {
+    CancelReason.YIELD: "↪️ Left to a teammate.",
+    CancelReason.MUTE: "🔇 Muted.",
+}
+"""What a shown placeholder becomes where the platform cannot delete it."""
+
+
+class Takeover:
+    def __init__(
+        self, settings: Callable[[], Settings], book: MuteBook, lanes: Lanes, store: Store
+    ) -> None:
+        self._settings = settings
+        self._book = book
+        self._lanes = lanes
+        self._store = store
+
+    @property
+    def book(self) -> MuteBook:
+        return self._book
+
+    async def intercept(self, item: Accepted, key: ConversationKey) -> str | None:
+        """Hold ``item`` back from the agent if a human took over; the outcome, or ``None``
+        when it goes on to its turn."""
+        message = item.message
+        if self._yields_to(message, key):
+            await self._yield(item, key)
+            return YIELDED
+        mute = await self._book.silencing(key)
+        if mute is None:
+            return None
+        await self._store.inbound.update(
+            item.entry_id, InboundStatus.HANDLED, reason=MUTED, key=key
+        )
+        logger.info("muted key=%s correlation=%s", key.describe(), item.correlation_id)
+        return MUTED
+
+    async def quiet(
+        self, key: ConversationKey, reason: CancelReason, note: str | None = None
+    ) -> bool:
+        """End the key's running turn for ``reason`` and drop what waits behind it (recorded
+        as handled); whether a turn was running."""
+        running, cleared = self._lanes.hush(key, reason, note)
+        if cleared:
+            # A task of its own, shielded: called from inside the turn it ends (a handoff),
+            # the caller is cancelled at its next await.
+            dropping = asyncio.create_task(
+                self.drop(cleared, key, str(reason)), name=f"takeover:drop:{key.describe()}"
+            )
+            await asyncio.shield(dropping)
+        return running
+
+    async def drop(self, requests: list[TurnRequest], key: ConversationKey, reason: str) -> None:
+        for request in requests:
+            for queued in request.items:
+                await self._store.inbound.update(
+                    queued.entry_id, InboundStatus.HANDLED, reason=reason, key=key
+                )
+
+    def _yields_to(self, message: InboundMessage, key: ConversationKey) -> bool:
+        """A human's reply in the thread of a running turn that does not answer them."""
+        if message.chat_type is not ChatType.GROUP or message.thread_root_id is None:
+            return False
+        if key.topic_id is None or message.mentions_bot or message.sender.is_bot:
+            return False
+        access = self._settings().access
+        if access.yield_to is YieldTo.NONE:
+            return False
+        if access.yield_to is YieldTo.HUMANS and message.user_ref not in access.humans:
+            return False
+        running = self._lanes.running_request(key)
+        if running is None:
+            return False
+        return message.sender.id not in {queued.message.sender.id for queued in running.items}
+
+    async def _yield(self, item: Accepted, key: ConversationKey) -> None:
+        message = item.message
+        await self.quiet(key, CancelReason.YIELD)
+        await self._store.inbound.update(
+            item.entry_id, InboundStatus.HANDLED, reason="yielded to a human", key=key
+        )
+        who = message.sender.display_name or message.sender.id
+        logger.info(
+            "yielded key=%s to=%s correlation=%s",
+            key.describe(),
+            message.user_ref,
+            item.correlation_id,
+        )
+        length = self._settings().access.yield_mute
+        if length is None or length.total_seconds() > 0:
+            await self._book.mute(
+                key, length=length, reason=f"yielded to {who}", actor=message.user_ref
+            )
+
+
+QUIET_REASONS = frozenset({CancelReason.YIELD, CancelReason.MUTE, CancelReason.HANDOFF})
+
+
+async def end_quietly(
+    stream: ProgressStream,
+    replies: ReplyWriter,
+    record: Record,
+    token: CancelToken,
+    mark: Callable[[], Awaitable[None]],
+) -> None:
+    """Finish a turn a human took over: no answer; its placeholder goes (deleted, or one
+    short line where the platform cannot delete); a handoff's note is posted in its place;
+    the asker's message, marked "working" where the platform shows reactions, is marked done
+    (a "working" mark left behind would promise an answer). ``mark`` records the turn's
+    messages as handled."""
+    await _withdraw(stream, replies, record, token)
+    await replies.tagged(f"react-{Reaction.DONE}").react(Reaction.DONE)
+    await mark()
+
+
+async def _withdraw(
+    stream: ProgressStream, replies: ReplyWriter, record: Record, token: CancelToken
+) -> None:
+    placeholder = await stream.close()
+    reason = token.reason or CancelReason.YIELD
+    writer = replies.tagged(str(reason).replace(" ", "-"))
+    if token.note:
+        await writer.text(token.note, placeholder_id=placeholder, max_messages=1)
+        return
+    if placeholder is None:
+        return
+    if replies.caps.deletes:
+        removal = MessageRemoval(destination=replies.ctx.destination, message_id=placeholder)
+        await record([writer.ctx.item("remove", removal)])
+        return
+    text = LEFT_BEHIND.get(reason, LEFT_BEHIND[CancelReason.YIELD])
+    await writer.text(text, placeholder_id=placeholder, max_messages=1)
