@@ -12,22 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import cast
 
+from bot.cli.probes import unstarted_context
 from bot.config.settings import GroupPolicy, Settings
 from bot.errors import BotError
-from bot.ops.http import RouteTable
 from bot.pipeline.group_context import unheard_reason
 from bot.ports import Channel, ChannelContext
 from bot.registry import EdgeKind, load
-
-
-class _Unobserved:
-    """Nothing is started here, so nothing reports health."""
-
-    def connected(self) -> None: ...
-    def disconnected(self, reason: str) -> None: ...
-    def auth_failed(self, reason: str) -> None: ...
-    def activity(self) -> None: ...
-    def failed(self, reason: str) -> None: ...
 
 
 def listening_channels(settings: Settings) -> list[str]:
@@ -41,9 +31,7 @@ def listening_channels(settings: Settings) -> list[str]:
 async def listen_warnings(settings: Settings) -> list[str]:
     """One line per enabled listening channel whose platform would keep chatter from the bot."""
     warnings: list[str] = []
-    context = ChannelContext(
-        routes=RouteTable(), state_dir=settings.state_dir, health=_Unobserved()
-    )
+    context = unstarted_context(settings)
     for name in listening_channels(settings):
         build = cast(Callable[[Settings, ChannelContext], Channel], load(EdgeKind.CHANNEL, name))
         try:

@@ -37,7 +37,7 @@ class ProbeResult:
 
 
 class _Unobserved:
-    """Probing reports through its result, not through channel health."""
+    """Nothing is started, so nothing reports channel health (results say what happened)."""
 
     def connected(self) -> None: ...
     def disconnected(self, reason: str) -> None: ...
@@ -46,11 +46,14 @@ class _Unobserved:
     def failed(self, reason: str) -> None: ...
 
 
+def unstarted_context(settings: Settings) -> ChannelContext:
+    """The context of an adapter built only to be asked something, never started."""
+    return ChannelContext(routes=RouteTable(), state_dir=settings.state_dir, health=_Unobserved())
+
+
 async def run_probes(settings: Settings) -> list[ProbeResult]:
     results = []
-    context = ChannelContext(
-        routes=RouteTable(), state_dir=settings.state_dir, health=_Unobserved()
-    )
+    context = unstarted_context(settings)
     for name in settings.channels.enabled():
         adapter = cast(Callable[[Settings, ChannelContext], object], load(EdgeKind.CHANNEL, name))
         build = functools.partial(adapter, settings, context)
