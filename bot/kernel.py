@@ -154,13 +154,14 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
         )
     )  # fmt: skip
     lanes = Lanes(runner, current.agent.max_concurrent_runs)
-    takeover = Takeover(settings, MuteBook(store), lanes, store)
+    mute_book = MuteBook(store)
+    takeover = Takeover(settings, mute_book, lanes, store)
     handoffs.deps = HandoffDeps(
         settings=settings, takeover=takeover,
         pusher=handoff_pusher(settings, store, hub, outbox, sessions.pushed_key),
     )  # fmt: skip
     fence.on_lost += [lanes.drop_chats, clarifications.forget_chats]
-    fence.on_taken.append(clarifications.forget_chats)
+    fence.on_taken += [clarifications.forget_chats, mute_book.chats_taken]
     commands = default_registry()
     placeholders = LeftPlaceholders(store, outbox, hub)
     notify = notice_sender(outbox.submit, sessions, hub.capabilities_of)

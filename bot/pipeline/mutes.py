@@ -5,7 +5,8 @@ and the router's question "is this conversation muted?".
 Every replica reads mutes from the store, never from memory alone: the router asks a
 snapshot of all active mutes (there are few) at most ``SNAPSHOT_TTL_S`` old, so a message costs
 no query, a mute made on another replica holds here within that time, and a mute made here
-holds at once (its change drops the snapshot). A chat-wide mute (no topic, no member)
+holds at once (its change drops the snapshot), as does one made by the replica a chat was just
+taken from (taking a chat drops it too). A chat-wide mute (no topic, no member)
 silences every conversation in the chat.
 """
 
@@ -20,6 +21,7 @@ from bot.config.durations import describe_duration
 from bot.messages import ConversationKey, utc_now
 from bot.ports import Store
 from bot.ports.mutes import Mute, chat_key, mutes_of
+from bot.records import ChatRef
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +100,12 @@ class MuteBook:
     async def listed(self) -> list[Mute]:
         table = mutes_of(self._store)
         return [] if table is None else await table.active(self._clock())
+
+    def chats_taken(self, chats: frozenset[ChatRef]) -> None:
+        """Chats this replica took from another: a mute made there just before is read anew
+        (the snapshot may predate it), not up to ``SNAPSHOT_TTL_S`` late."""
+        del chats
+        self._changed()
 
     def _changed(self) -> None:
         self._snapshot = None
