@@ -85,6 +85,8 @@ async def test_slack_thread_yield_and_a_thread_mute(tmp_path: Path) -> None:
             release.set()
             await run.settle()
             after_yield = slack_texts(fake, CHANNEL)
+            asker = fake.message(CHANNEL, root) or {}
+            marks = {str(r.get("name")) for r in asker.get("reactions") or ()}
             fake.push_message(
                 mention("/unmute"), channel=CHANNEL, channel_type="channel", thread_ts=root
             )
@@ -104,6 +106,7 @@ async def test_slack_thread_yield_and_a_thread_mute(tmp_path: Path) -> None:
             await run.settle()
             final = slack_texts(fake, CHANNEL)
     assert after_yield == []  # the placeholder was deleted, nothing else was posted
+    assert "eyes" not in marks  # the asker's message no longer says the bot is working
     assert not any("echo: still there?" in text for text in final)
     assert [r.turn.text for r in agent.runs] == ["slow: refund?", "and the invoice?"]
 
