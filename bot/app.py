@@ -30,7 +30,6 @@ from bot.ops.http import HttpMount, HttpServer, RouteTable
 from bot.ops.instance_lock import InstanceLock
 from bot.ops.kernel_tasks import KernelTasks, Loop
 from bot.ops.push_api import PushApi
-from bot.ops.pushes import daemon_pusher
 from bot.ops.readiness import Readiness
 from bot.ops.reload import Reloader
 from bot.ops.replica import ReplicaHeartbeat, identify
@@ -166,10 +165,7 @@ class Daemon:
             for build in channels.factories.values():
                 kernel.add_channel(build())
             readiness = Readiness(store, kernel.hub, self.kernel_tasks)
-            pusher = daemon_pusher(
-                settings=self._current, store=store, hub=kernel.hub, outbox=kernel.outbox,
-                intake=kernel.intake, bus=kernel.bus, sessions=kernel.sessions,
-            )  # fmt: skip
+            pusher = kernel.pusher
             push = PushApi(self.settings.http.push_api, pusher, store, kernel.counters.pushes)
             mounts = [m(self._current, kernel, heartbeat.replica.id) for m in self.options.mounts]
             self.http = HttpServer(

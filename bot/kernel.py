@@ -19,15 +19,17 @@ from bot.metrics import Counters
 from bot.ops.channel_calls import Deadlines, close_within, stop_intake_within
 from bot.ops.housekeeping import Housekeeping
 from bot.ops.kernel_tasks import Loop
+from bot.ops.pushes import daemon_pusher
 from bot.pipeline.access import AccessControl
 from bot.pipeline.bus import InboundBus
 from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.group_context import ListenWarnings
-from bot.pipeline.handoff import HandoffDeps, LateHandoffs, handoff_pusher
+from bot.pipeline.handoff import HandoffDeps, LateHandoffs
 from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import Lanes
 from bot.pipeline.mutes import MuteBook
 from bot.pipeline.ownership import ChatOwnership
+from bot.pipeline.proactive import Pusher
 from bot.pipeline.rebalance import Rebalancer
 from bot.pipeline.recovery import LeftPlaceholders, Notify, notice_sender, recover
 from bot.pipeline.router import Router, RouterDeps
@@ -50,6 +52,8 @@ class Kernel:
     hub: ChannelHub
     bus: InboundBus
     intake: Intake
+    pusher: Pusher
+    """Proactive messages: the push API, schedules and the agent's handoff (design §19)."""
     outbox: Outbox
     lanes: Lanes
     router: Router
@@ -156,10 +160,6 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     lanes = Lanes(runner, current.agent.max_concurrent_runs)
     mute_book = MuteBook(store)
     takeover = Takeover(settings, mute_book, lanes, store)
-    handoffs.deps = HandoffDeps(
-        settings=settings, takeover=takeover,
-        pusher=handoff_pusher(settings, store, hub, outbox, sessions.pushed_key),
-    )  # fmt: skip
     fence.on_lost += [lanes.drop_chats, clarifications.forget_chats]
     fence.on_taken += [clarifications.forget_chats, mute_book.chats_taken]
     commands = default_registry()
@@ -186,10 +186,15 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
             takeover=takeover,
         )
     )  # fmt: skip
+    intake = Intake(store, bus, counters, ownership.admit if shared else None)
+    pusher = daemon_pusher(
+        settings=settings, store=store, hub=hub, outbox=outbox, intake=intake, bus=bus,
+        sessions=sessions,
+    )  # fmt: skip
+    handoffs.deps = HandoffDeps(settings=settings, takeover=takeover, pusher=pusher)
     return Kernel(
-        settings=settings, store=store, agent=agent, hub=hub, bus=bus,
-        intake=Intake(store, bus, counters, ownership.admit if shared else None),
-        outbox=outbox, lanes=lanes, router=router,
+        settings=settings, store=store, agent=agent, hub=hub, bus=bus, intake=intake,
+        pusher=pusher, outbox=outbox, lanes=lanes, router=router,
         sessions=sessions, commands=commands, counters=counters,
         housekeeping=Housekeeping(settings, store, hub, outbox, clarifications),
         clarifications=clarifications, limiter=limiter,

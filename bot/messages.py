@@ -94,6 +94,11 @@ class Sender:
     display_name: str = ""
     is_bot: bool = False
 
+    @property
+    def shown_as(self) -> str:
+        """How people see them: the display name, else the id."""
+        return self.display_name or self.id
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Attachment:

@@ -19,10 +19,9 @@ from bot.messages import ConversationKey
 from bot.ports import ClarificationStore
 from bot.records import Clarification, ClarificationState
 from store.dialect import Backend
-from store.rows import Columns, Row, clarification, key_values
+from store.rows import KEY_MATCH, Columns, Row, clarification, key_values
 
 _SELECT: Final = "SELECT * FROM clarifications"
-_KEY: Final = "channel = ? AND account_id = ? AND chat_id = ? AND topic_id = ? AND user_id = ?"
 
 
 class SqlClarificationStore(ClarificationStore):
@@ -77,7 +76,8 @@ class SqlClarificationStore(ClarificationStore):
     async def pending_for_key(self, key: ConversationKey) -> list[Clarification]:
         """Pending questions of a conversation, expired or not (the sweep decides that)."""
         rows = await self._db.rows(
-            f"{_SELECT} WHERE {_KEY} AND state = 'pending' {self._oldest_first}", key_values(key)
+            f"{_SELECT} WHERE {KEY_MATCH} AND state = 'pending' {self._oldest_first}",
+            key_values(key),
         )
         return [self._clarification(row) for row in rows]
 
@@ -108,7 +108,7 @@ class SqlClarificationStore(ClarificationStore):
     @override
     async def cancel_for_key(self, key: ConversationKey) -> int:
         return await self._db.write(
-            f"UPDATE clarifications SET state = ? WHERE {_KEY} AND state = 'pending'",  # noqa: S608 - fragments, not values
+            f"UPDATE clarifications SET state = ? WHERE {KEY_MATCH} AND state = 'pending'",  # noqa: S608 - fragments, not values
             (ClarificationState.CANCELLED, *key_values(key)),
         )
 

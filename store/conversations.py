@@ -26,11 +26,10 @@ from bot.ports import ConversationStore, LinkStore
 from bot.records import Conversation, MessageLink
 from store.cache import RowCache
 from store.dialect import Backend, Session
-from store.rows import Row, conversation, key_values, message_link
+from store.rows import KEY_MATCH, Row, conversation, key_values, message_link
 
 _SELECT: Final = "SELECT * FROM conversations"
-_KEY: Final = "channel = ? AND account_id = ? AND chat_id = ? AND topic_id = ? AND user_id = ?"
-_ACTIVE: Final = f"{_SELECT} WHERE {_KEY} AND ended_at IS NULL"
+_ACTIVE: Final = f"{_SELECT} WHERE {KEY_MATCH} AND ended_at IS NULL"
 _INSERT: Final = (
     "INSERT INTO conversations (channel, account_id, chat_id, topic_id, user_id, thread_id,"
     " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -75,7 +74,7 @@ class SqlConversationStore(ConversationStore):
         async with self._db.transaction() as tx:
             for _ in range(ROTATE_TRIES):
                 await tx.execute(
-                    f"UPDATE conversations SET ended_at = ?, updated_at = ? WHERE {_KEY}"  # noqa: S608 - fragments, not values
+                    f"UPDATE conversations SET ended_at = ?, updated_at = ? WHERE {KEY_MATCH}"  # noqa: S608 - fragments, not values
                     " AND ended_at IS NULL",
                     (now, now, *key_values(key)),
                 )
@@ -107,7 +106,7 @@ class SqlConversationStore(ConversationStore):
     @override
     async def topic_known(self, key: ConversationKey) -> bool:
         row = await self._db.row(
-            f"SELECT 1 FROM conversations WHERE {_KEY} LIMIT 1",  # noqa: S608 - fragments, not values
+            f"SELECT 1 FROM conversations WHERE {KEY_MATCH} LIMIT 1",  # noqa: S608 - fragments, not values
             key_values(key),
         )
         return row is not None

@@ -12,7 +12,7 @@ from typing_extensions import override
 from bot.messages import ConversationKey
 from bot.ports.mutes import Mute, MuteStore
 from store.dialect import Backend
-from store.rows import Columns, Row
+from store.rows import KEY_MATCH, Columns, Row, key_values
 
 _PUT: Final = (
     "INSERT INTO mutes (channel, account_id, chat_id, topic_id, user_id, muted_until, reason,"
@@ -21,7 +21,7 @@ _PUT: Final = (
     " muted_until = excluded.muted_until, reason = excluded.reason,"
     " muted_by = excluded.muted_by, muted_at = excluded.muted_at"
 )
-_KEY: Final = "channel = ? AND account_id = ? AND chat_id = ? AND topic_id = ? AND user_id = ?"
+_LIFT: Final = f"DELETE FROM mutes WHERE {KEY_MATCH} RETURNING *"  # noqa: S608 - a fragment
 
 
 def mute(cols: Columns) -> Mute:
@@ -32,10 +32,6 @@ def mute(cols: Columns) -> Mute:
         muted_by=cols.text("muted_by"),
         muted_at=cols.at("muted_at"),
     )
-
-
-def _key(key: ConversationKey) -> tuple[str, str, str, str, str]:
-    return key.channel, key.account_id, key.chat_id, key.topic_id or "", key.user_id or ""
 
 
 class SqlMuteStore(MuteStore):
@@ -50,12 +46,12 @@ class SqlMuteStore(MuteStore):
         time = self._db.dialect.time
         until = None if mute.until is None else time(mute.until)
         await self._db.execute(
-            _PUT, (*_key(mute.key), until, mute.reason, mute.muted_by, time(mute.muted_at))
+            _PUT, (*key_values(mute.key), until, mute.reason, mute.muted_by, time(mute.muted_at))
         )
 
     @override
     async def lift(self, key: ConversationKey) -> Mute | None:
-        row = await self._db.row(f"DELETE FROM mutes WHERE {_KEY} RETURNING *", _key(key))  # noqa: S608
+        row = await self._db.row(_LIFT, key_values(key))
         return None if row is None else mute(self._cols(row))
 
     @override

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Final, Protocol
 
 from bot.errors import StoreError
 from bot.messages import ChatType, ConversationKey, InboundMessage
@@ -38,6 +38,8 @@ from bot.records import (
 from store.codec import decode_delivery, decode_inbound, decode_strings, from_db_time
 
 KeyValues = tuple[str, str, str, str, str]
+KEY_MATCH: Final = "channel = ? AND account_id = ? AND chat_id = ? AND topic_id = ? AND user_id = ?"
+"""The WHERE clause of a conversation key's row, with ``key_values`` as its parameters."""
 
 
 class Row(Protocol):

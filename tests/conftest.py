@@ -1,13 +1,15 @@
-"""Suite-wide guard: tests never leave the machine (design §15)."""
+"""Suite-wide: tests never leave the machine (design §15); a PostgreSQL schema per test."""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+
+from tests.postgres import fresh_schema, require_postgres
 
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
@@ -63,3 +65,11 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     ):
         monkeypatch.delenv(proxy, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+async def schema() -> AsyncIterator[tuple[str, str]]:
+    """The test server's URL and a schema of this test's own (replicas on one store)."""
+    url = require_postgres()
+    async with fresh_schema(url) as name:
+        yield url, name

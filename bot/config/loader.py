@@ -85,8 +85,7 @@ def load_settings(
     if require_secrets:
         problems.extend(_missing_secrets(expanded.get("channels"), unset))
         if settings is not None:
-            problems.extend(_missing_push_token(settings, unset))
-            problems.extend(_missing_console_token(settings, unset))
+            problems.extend(_missing_tokens(settings, unset))
     if problems or settings is None:
         raise ConfigError(f"{path}: invalid configuration\n" + "\n".join(problems))
     return settings
@@ -264,22 +263,20 @@ def _missing_secrets(channels: object, unset: tuple[UnsetRef, ...]) -> list[str]
     return lines
 
 
-def _missing_push_token(settings: Settings, unset: tuple[UnsetRef, ...]) -> list[str]:
-    """The push API accepts nothing without its bearer token (design §19)."""
-    push = settings.http.push_api
-    token = "" if push.token is None else push.token.get_secret_value().strip()
-    if not push.enabled or token:
-        return []
-    path = "http.push_api.token"
-    return [f"{path}: required when the push API is enabled{_unset_hint(path, unset)}"]
-
-
-def _missing_console_token(settings: Settings, unset: tuple[UnsetRef, ...]) -> list[str]:
-    """The operator console lets nobody in without its login token (design §23)."""
-    if not settings.console.enabled or settings.console.token_text:
-        return []
-    path = "console.token"
-    return [f"{path}: required when the console is enabled{_unset_hint(path, unset)}"]
+def _missing_tokens(settings: Settings, unset: tuple[UnsetRef, ...]) -> list[str]:
+    """The push API (design §19) and the operator console (design §23) let nobody in without
+    their token: one is required when either is enabled."""
+    push, console = settings.http.push_api, settings.console
+    push_token = "" if push.token is None else push.token.get_secret_value().strip()
+    needed = (
+        ("http.push_api.token", "the push API", push.enabled and not push_token),
+        ("console.token", "the console", console.enabled and not console.token_text),
+    )
+    return [
+        f"{path}: required when {what} is enabled{_unset_hint(path, unset)}"
+        for path, what, missing in needed
+        if missing
+    ]
 
 
 def _is_blank(block: ChannelSettings, field: str) -> bool:

@@ -9,6 +9,7 @@ is in the message's trace. A message counts as answered when a turn answered it
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -39,7 +40,7 @@ def percentile(values: list[float], share: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, int(share * len(ordered) + 0.999999) - 1))
+    rank = max(0, min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1))
     return ordered[rank]
 
 

@@ -82,11 +82,8 @@ class Console:
             logger.warning("console: %s %s refused: missing or forged CSRF token",
                            request.method, request.path)  # fmt: skip
             return refusal(403, "This action needs the page's CSRF token; reload the page.")
-        token = CURRENT.set((session, signer))
-        try:
-            return await handler(request)
-        finally:
-            CURRENT.reset(token)
+        request[CURRENT] = (session, signer)
+        return await handler(request)
 
 
 async def _csrf_ok(request: web.Request, signer: SessionSigner, session: Session) -> bool:

@@ -3,20 +3,22 @@ action, and refusals."""
 
 from __future__ import annotations
 
-from contextvars import ContextVar
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Final
 from urllib.parse import quote
 
 from aiohttp import web
 
+from bot.cli.operator.operations import OperationRefused
 from bot.console.auth import Session, SessionSigner
 from bot.console.context import ConsoleDeps
 from bot.console.render import render
+from bot.ports.schedules import ScheduleRefused
 
 DEPS: Final = web.AppKey("console_deps", ConsoleDeps)
-CURRENT: Final[ContextVar[tuple[Session, SessionSigner]]] = ContextVar("console_session")
-"""The request's session and its signer, set by the guard for the handler it calls (each
-request runs in its own task, so in its own context)."""
+CURRENT: Final = web.RequestKey("console_session", tuple[Session, SessionSigner])
+"""The request's session and its signer, set by the guard before it calls the handler."""
 NAV: Final = (
     ("overview", "/console/", "Overview"),
     ("conversations", "/console/conversations", "Conversations"),
@@ -32,13 +34,13 @@ def deps(request: web.Request) -> ConsoleDeps:
     return request.config_dict[DEPS]
 
 
-def session(_request: web.Request) -> Session:
-    return CURRENT.get()[0]
+def session(request: web.Request) -> Session:
+    return request[CURRENT][0]
 
 
 def page(request: web.Request, template: str, section: str, **context: object) -> web.Response:
     """A page in the frame: navigation, the operator's name, the CSRF token for its forms."""
-    current, signer = CURRENT.get()
+    current, signer = request[CURRENT]
     frame: dict[str, object] = {
         "nav": NAV, "active": section, "operator": current.name,
         "csrf": signer.csrf_token(current), "note": request.query.get("note", "")[:300],
@@ -54,6 +56,15 @@ def back(path: str, *, note: str = "", failed: str = "") -> web.HTTPSeeOther:
         if text
     )  # fmt: skip
     return web.HTTPSeeOther(f"{path}?{query}" if query else path)
+
+
+@contextmanager
+def refusals_go_back(path: str) -> Iterator[None]:
+    """An action the operations refuse: back to the page ``path``, saying why."""
+    try:
+        yield
+    except (OperationRefused, ScheduleRefused) as exc:
+        raise back(path, failed=str(exc)) from None
 
 
 def refusal(status: int, message: str) -> web.Response:

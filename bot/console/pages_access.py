@@ -8,14 +8,9 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from bot.cli.operator.operations import (
-    OperationRefused,
-    approve_pairing,
-    deny_pairing,
-    set_user_status,
-)
+from bot.cli.operator.operations import approve_pairing, deny_pairing, set_user_status
 from bot.cli.operator.output import USER_HEADERS, user_cells
-from bot.console.pages import back, deps, form, page, session
+from bot.console.pages import back, deps, form, page, refusals_go_back, session
 from bot.records import UserStatus
 
 PATH = "/console/access"
@@ -43,20 +38,16 @@ async def _access(request: web.Request) -> web.Response:
 
 async def _approve(request: web.Request) -> web.Response:
     code = (await form(request)).get("code", "")
-    try:
+    with refusals_go_back(PATH):
         done = await approve_pairing(deps(request).store, code, session(request).actor)
-    except OperationRefused as exc:
-        raise back(PATH, failed=str(exc)) from None
     who = done.display_name or done.user_id
     raise back(PATH, note=f"approved {who} ({done.channel}:{done.user_id})")
 
 
 async def _deny(request: web.Request) -> web.Response:
     code = (await form(request)).get("code", "")
-    try:
+    with refusals_go_back(PATH):
         await deny_pairing(deps(request).store, code, session(request).actor)
-    except OperationRefused as exc:
-        raise back(PATH, failed=str(exc)) from None
     raise back(PATH, note=f"dropped access request {code.strip().upper()}")
 
 
@@ -67,9 +58,7 @@ async def _user(request: web.Request) -> web.Response:
         raise back(PATH, failed="status must be allow or deny")
     status = UserStatus.APPROVED if verb == "allow" else UserStatus.DENIED
     channel, user = fields.get("channel", ""), fields.get("user", "")
-    try:
+    with refusals_go_back(PATH):
         await set_user_status(deps(request).store, channel, user, status, session(request).actor)
-    except OperationRefused as exc:
-        raise back(PATH, failed=str(exc)) from None
     done = "may now talk to the bot" if verb == "allow" else "is now blocked"
     raise back(PATH, note=f"{channel.strip()}:{user.strip()} {done}")

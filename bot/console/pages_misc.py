@@ -8,7 +8,7 @@ from aiohttp import web
 
 from bot.cli.operator.output import AUDIT_HEADERS, audit_cells, describe_delivery
 from bot.cli.operator.schedule import HEADERS as SCHEDULE_HEADERS
-from bot.cli.operator.schedule import schedule_cells
+from bot.cli.operator.schedule import latest_firing, schedule_cells
 from bot.console.pages import back, deps, form, page, session
 from bot.delivery.push_rows import push_kind
 from bot.pipeline.schedule_book import ScheduleBook
@@ -34,8 +34,7 @@ async def _schedules(request: web.Request) -> web.Response:
     if table is not None:
         book = ScheduleBook(found.settings, store)
         for schedule in await book.listed(channel=None, chat_id=None, active_only=True):
-            firings = await table.firings(schedule.id, limit=1)
-            latest = firings[0] if firings else None
+            latest = await latest_firing(store, schedule.id)
             rows.append((schedule.id, schedule_cells(schedule, latest)))
     pushes = []
     for state in (OutboxState.PENDING, OutboxState.DEAD):

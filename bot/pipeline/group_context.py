@@ -245,7 +245,7 @@ def _heard(message: InboundMessage, max_chars: int, now: datetime) -> HeardMessa
     return HeardMessage(
         message_id=message.message_id,
         thread_root_id=message.thread_root_id,
-        sender=message.sender.display_name or message.sender.id,
+        sender=message.sender.shown_as,
         text=_text_of(message, max_chars),
         at=message.received_at.astimezone(UTC),
         kept_at=now,

@@ -15,14 +15,11 @@ from dataclasses import dataclass
 from typing_extensions import override
 
 from bot.config.settings import Settings
-from bot.delivery.outbox import Outbox
-from bot.hub import ChannelHub
 from bot.pipeline.lanes import CancelReason, TurnRequest
 from bot.pipeline.mutes import MutesOff
-from bot.pipeline.proactive import KeyFor, PushDeps, Pusher
+from bot.pipeline.proactive import Pusher
 from bot.pipeline.push_types import PushRefused, PushRequest, PushTarget, PushText
 from bot.pipeline.takeover import Takeover
-from bot.ports import Store
 from bot.ports.mutes import TurnHandoff
 
 logger = logging.getLogger(__name__)
@@ -81,7 +78,7 @@ class ConversationHandoff(TurnHandoff):
         if not targets:
             return "No on-call chat is configured (access.on_call)."
         last = request.items[-1] if request.items else None
-        who = (last.message.sender.display_name or last.message.sender.id) if last else "?"
+        who = last.message.sender.shown_as if last else "?"
         text = ANNOUNCEMENT.format(where=request.key.describe(), who=who, reason=reason)
         turn = last.correlation_id if last is not None else request.key.describe()
         failed: list[str] = []
@@ -107,18 +104,6 @@ class ConversationHandoff(TurnHandoff):
         return "The on-call people were notified."
 
 
-def turn_handoffs(deps: HandoffDeps) -> Callable[[TurnRequest], TurnHandoff | None]:
-    """``TurnDeps.handoff_for``: each turn's handoff, bound to its own conversation; none for
-    a turn that answers no chat message (a slow command)."""
-
-    def handoff_for(request: TurnRequest) -> TurnHandoff | None:
-        if request.work is not None or not deps.takeover.book.available:
-            return None
-        return ConversationHandoff(deps, request)
-
-    return handoff_for
-
-
 class LateHandoffs:
     """``TurnDeps.handoff_for`` made before the lanes exist (they need the turn runner, the
     handoff needs them): no handoff until ``deps`` is set, right after."""
@@ -127,18 +112,9 @@ class LateHandoffs:
         self.deps: HandoffDeps | None = None
 
     def __call__(self, request: TurnRequest) -> TurnHandoff | None:
-        return None if self.deps is None else turn_handoffs(self.deps)(request)
-
-
-def handoff_pusher(
-    settings: Callable[[], Settings], store: Store, hub: ChannelHub, outbox: Outbox,
-    key_for: KeyFor,
-) -> Pusher:  # fmt: skip
-    """A ``Pusher`` for the on-call announcements: text only, sent at once when this daemon is
-    alone on its store, else recorded for the chat's holder (as every push)."""
-    return Pusher(
-        PushDeps(
-            settings=settings, store=store, caps_of=hub.capabilities_of, key_for=key_for,
-            record=None if store.leases.shared else outbox.submit, repoll=outbox.repoll,
-        )
-    )  # fmt: skip
+        """Each turn's handoff, bound to its own conversation; none for a turn that answers
+        no chat message (a slow command)."""
+        deps = self.deps
+        if deps is None or request.work is not None or not deps.takeover.book.available:
+            return None
+        return ConversationHandoff(deps, request)

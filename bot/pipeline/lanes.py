@@ -248,7 +248,7 @@ class Lanes:
                     else:
                         lane.pending[index] = revised
                     return Revised.QUEUED, found
-            current = lane.current if lane.running and lane.token.reason is None else None
+            current = self.running_request(lane.key)
             found = _carrying(current, message_id) if current is not None else None
             if current is not None and found is not None:
                 revised = rewrite(current, found)

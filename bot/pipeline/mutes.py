@@ -41,6 +41,8 @@ class MuteBook:
         snapshot_ttl_s: float = SNAPSHOT_TTL_S,
     ) -> None:
         self._store = store
+        self._table = mutes_of(store)
+        """Resolved once: the router asks on every addressed message."""
         self._clock = clock
         self._ttl_s = snapshot_ttl_s
         self._snapshot: dict[ConversationKey, Mute] | None = None
@@ -50,13 +52,13 @@ class MuteBook:
 
     @property
     def available(self) -> bool:
-        return mutes_of(self._store) is not None
+        return self._table is not None
 
     async def mute(
         self, key: ConversationKey, *, length: timedelta | None, reason: str, actor: str
     ) -> Mute:
         """Mute ``key`` for ``length`` (``None``: until ``/unmute``), replacing its mute."""
-        table = mutes_of(self._store)
+        table = self._table
         if table is None:
             raise MutesOff
         now = self._clock()
@@ -74,7 +76,7 @@ class MuteBook:
 
     async def unmute(self, key: ConversationKey, actor: str) -> Mute | None:
         """Lift ``key``'s own mute; the one lifted (``None``: it had none in force)."""
-        table = mutes_of(self._store)
+        table = self._table
         if table is None:
             raise MutesOff
         lifted = await table.lift(key)
@@ -87,7 +89,7 @@ class MuteBook:
 
     async def silencing(self, key: ConversationKey) -> Mute | None:
         """The mute in force on ``key`` or on its whole chat, if any."""
-        if mutes_of(self._store) is None:
+        if self._table is None:
             return None
         snapshot = await self._fresh()
         now = self._clock()
@@ -98,7 +100,7 @@ class MuteBook:
         return None
 
     async def listed(self) -> list[Mute]:
-        table = mutes_of(self._store)
+        table = self._table
         return [] if table is None else await table.active(self._clock())
 
     def chats_taken(self, chats: frozenset[ChatRef]) -> None:
@@ -121,8 +123,7 @@ class MuteBook:
         return snapshot
 
 
-def describe_mute(mute: Mute, *, with_key: bool = False) -> str:
+def describe_mute(mute: Mute) -> str:
     """``muted until 14:30 UTC by slack:U1 (/mute)`` for chat replies and status."""
     until = "until /unmute" if mute.until is None else f"until {mute.until:%Y-%m-%d %H:%M} UTC"
-    where = f"{mute.key.describe()} " if with_key else ""
-    return f"{where}muted {until} by {mute.muted_by} ({mute.reason})"
+    return f"muted {until} by {mute.muted_by} ({mute.reason})"

@@ -34,6 +34,7 @@ from bot.delivery.replies import ReplyContext
 from bot.delivery.writer import Record, ReplyWriter
 from bot.messages import (
     ConversationKey,
+    Delivery,
     Destination,
     InboundMessage,
     MessageOrigin,
@@ -231,9 +232,10 @@ class Pusher:
         """Record the rows unless the delivery exists; ``True`` when it did (a repeat)."""
         existing = await self._store.outbox.for_correlation(target.delivery_id)
         if existing:
+            recorded = sorted(existing, key=lambda row: row.id)
             _same_or_conflict(
-                [row.item.delivery for row in sorted(existing, key=lambda row: row.id)],
-                [item.delivery for item in items],
+                [_without_account(row.item.delivery) for row in recorded],
+                [_without_account(item.delivery) for item in items],
             )
             return True
         if self._deps.record is not None:
@@ -333,21 +335,18 @@ class Pusher:
 
 
 def _same_or_conflict(before: Sequence[object], now: Sequence[object]) -> None:
-    if [_unaccounted(d) for d in before] != [_unaccounted(d) for d in now]:
+    if list(before) != list(now):
         raise PushRefused(
             PushProblem.CONFLICT, "Idempotency-Key",
             "this Idempotency-Key was used for a different request",
         )  # fmt: skip
 
 
-def _unaccounted(delivery: object) -> object:
+def _without_account(delivery: Delivery) -> Delivery:
     """A delivery as a repeat compares it: without its destination's account, which the
     first of two repeats may have lacked (nothing had been received from the chat yet)."""
-    destination = getattr(delivery, "destination", None)
-    if isinstance(destination, Destination) and dataclasses.is_dataclass(delivery):
-        bare = dataclasses.replace(destination, account_id="")
-        return dataclasses.replace(delivery, destination=bare)  # type: ignore[type-var]
-    return delivery
+    bare = dataclasses.replace(delivery.destination, account_id="")
+    return dataclasses.replace(delivery, destination=bare)
 
 
 def _write_once(path: Path, content: bytes) -> None:

@@ -90,13 +90,22 @@ def _interrupted_edit(row: OutboxRow, message_id: str) -> OutboxItem:
     )  # fmt: skip
 
 
+async def sent_placeholders(store: Store, correlation_id: str) -> list[OutboxRow]:
+    """The placeholders a turn of ``correlation_id`` sent, oldest first; the message each made
+    is its row's first sent id."""
+    return [
+        row
+        for row in await store.outbox.for_correlation(correlation_id)
+        if _is_placeholder(row) and row.state is OutboxState.SENT and row.sent_message_ids
+    ]
+
+
 async def finish_placeholders(store: Store, correlation_id: str, submit: Submit) -> int:
     """Edit the placeholders an interrupted turn had sent; returns how many (the pending ones
     are ``LeftPlaceholders``' to finish)."""
     edits = [
         _interrupted_edit(row, row.sent_message_ids[0])
-        for row in await store.outbox.for_correlation(correlation_id)
-        if _is_placeholder(row) and row.state is OutboxState.SENT and row.sent_message_ids
+        for row in await sent_placeholders(store, correlation_id)
     ]
     if edits:
         await submit(edits)

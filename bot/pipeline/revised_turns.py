@@ -15,8 +15,9 @@ from bot.delivery.progress import ProgressStream
 from bot.delivery.writer import Record, ReplyWriter
 from bot.messages import Delivery, MessageRemoval, OutboundKind, TextEdit
 from bot.pipeline.lanes import CancelReason
+from bot.pipeline.recovery import sent_placeholders
 from bot.ports import Store
-from bot.records import OutboxItem, OutboxRow, OutboxState
+from bot.records import OutboxItem, OutboxRow
 
 RESTART_TAG = "revised"
 """The idempotency namespace of a restarted turn's answer (``<correlation>/revised/N``): if
@@ -24,19 +25,26 @@ the first run recorded its answer just before the edit cancelled it, the restart
 still goes out (into the same placeholder) instead of being taken for that one."""
 WITHDRAWN_REASON = "withdrawn"
 """The journal reason of a message whose author recalled or deleted it."""
+WITHDRAWN_TAG = "withdrawn"
+"""The idempotency namespace of a withdrawn turn's placeholder removal: whichever of the turn
+and the withdrawal removes it, the row is one (``<correlation>/withdrawn/0``)."""
 RESTARTING_TEXT = "✏️ Your message was edited — answering the new version…"
 WITHDRAWN_TEXT = "🗑️ The message was withdrawn."
 
 
 async def sent_placeholder(store: Store, correlation_id: str) -> OutboxRow | None:
-    """The placeholder a turn of ``correlation_id`` sent (``<correlation>/placeholder…/0``),
-    if it went out; the message it made is the row's first sent id."""
-    for row in await store.outbox.for_correlation(correlation_id):
-        key = row.item.idempotency_key
-        placeholder = key.startswith(f"{correlation_id}/placeholder") and key.endswith("/0")
-        if placeholder and row.state is OutboxState.SENT and row.sent_message_ids:
-            return row
-    return None
+    """The first placeholder a turn of ``correlation_id`` sent, if one went out."""
+    rows = await sent_placeholders(store, correlation_id)
+    return rows[0] if rows else None
+
+
+def removal_item(row: OutboxRow, message_id: str, idempotency_key: str) -> OutboxItem:
+    """The deletion of ``message_id``, a message the bot sent for ``row``'s conversation."""
+    removal = MessageRemoval(destination=row.item.delivery.destination, message_id=message_id)
+    return OutboxItem(
+        idempotency_key=idempotency_key, delivery=removal, key=row.item.key,
+        thread_id=row.item.thread_id, correlation_id=row.item.correlation_id,
+    )  # fmt: skip
 
 
 async def adopt_placeholder(stream: ProgressStream, store: Store, correlation_id: str) -> None:
@@ -50,16 +58,9 @@ async def remove_left_placeholder(store: Store, record: Record, correlation_id: 
     """A turn withdrawn before its stream took over the placeholder an earlier run of it
     sent (a restart that had not begun, or was just beginning): that placeholder goes."""
     row = await sent_placeholder(store, correlation_id)
-    if row is None:
-        return
-    removal = MessageRemoval(
-        destination=row.item.delivery.destination, message_id=row.sent_message_ids[0]
-    )
-    item = OutboxItem(
-        idempotency_key=f"{correlation_id}/withdrawn/0", delivery=removal, key=row.item.key,
-        thread_id=row.item.thread_id, correlation_id=correlation_id,
-    )  # fmt: skip
-    await record([item])
+    if row is not None:
+        key = f"{correlation_id}/{WITHDRAWN_TAG}/0"
+        await record([removal_item(row, row.sent_message_ids[0], key)])
 
 
 async def end_turn(
@@ -88,7 +89,7 @@ async def _take_back(
         if replies.caps.deletes:
             await remove_left_placeholder(store, record, ctx.correlation_id)
         return
-    tagged = ctx.tagged("withdrawn")
+    tagged = ctx.tagged(WITHDRAWN_TAG)
     delivery: Delivery
     if replies.caps.deletes:
         delivery = MessageRemoval(destination=tagged.destination, message_id=placeholder)

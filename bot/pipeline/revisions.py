@@ -36,8 +36,6 @@ from bot.config.settings import Settings
 from bot.delivery.outbox import Outbox
 from bot.hub import ChannelHub
 from bot.messages import (
-    InboundMessage,
-    MessageRemoval,
     OutboundFile,
     OutboundText,
     Revision,
@@ -45,7 +43,7 @@ from bot.messages import (
 )
 from bot.pipeline.bus import Accepted
 from bot.pipeline.lanes import Lanes, Revised, TurnRequest
-from bot.pipeline.revised_turns import WITHDRAWN_REASON, remove_left_placeholder
+from bot.pipeline.revised_turns import WITHDRAWN_REASON, removal_item, remove_left_placeholder
 from bot.pipeline.sessions import Sessions, destination_for
 from bot.ports import Store
 from bot.records import ChatRef, InboundStatus, JournalEntry, OutboxItem, OutboxState
@@ -109,19 +107,21 @@ class Revisions:
                 return request
             # The edit's own entry takes the message's place (a crash resumes the new text);
             # the correlation id stays the turn's, so a restart finds its placeholder.
-            edited = dataclasses.replace(
-                found, entry_id=item.entry_id, message=_with_text(found, text)
-            )
+            message = dataclasses.replace(found.message, text=text)
+            edited = dataclasses.replace(found, entry_id=item.entry_id, message=message)
             items = tuple(edited if each is found else each for each in request.items)
             return dataclasses.replace(request, items=items)
 
-        if await self._answered(item, revision):
-            return await self._edited_later(item, revision)
-        where, found = self._deps.lanes.revise(_chat(item), revision.message_id, rewrite)
+        entry = await self._entry(item, revision)
+        if _answered(entry):
+            return await self._edited_later(item, entry)
+        where, found = self._deps.lanes.revise(
+            ChatRef.of(item.message), revision.message_id, rewrite
+        )
         if where is Revised.UNCHANGED:
             return await self._finish(item, "edit changed nothing", EDIT_IGNORED)
-        if found is None:
-            return await self._edited_later(item, revision)
+        if found is None:  # read again: its turn may have finished since
+            return await self._edited_later(item, await self._entry(item, revision))
         await self._deps.store.inbound.update(
             found.entry_id, InboundStatus.HANDLED, reason=SUPERSEDED_REASON
         )
@@ -130,31 +130,39 @@ class Revisions:
         )
         return EDIT_APPLIED if where is Revised.QUEUED else EDIT_RESTARTED
 
-    async def _edited_later(self, item: Accepted, revision: Revision) -> str:
+    async def _edited_later(self, item: Accepted, entry: JournalEntry | None) -> str:
         """An edit of a message no longer in a lane: answered already, or never taken."""
         text = item.message.text
-        entry = await self._entry(item, revision)
         if entry is None or entry.status not in ANSWERED_STATES:
             return await self._finish(item, "edit of a message not in hand", EDIT_IGNORED)
         if entry.reason == SUPERSEDED_REASON and await self._was_applied(item):
-            return await self._resume_applied(item, entry)
+            # After a crash, an edit that had replaced its queued or running message is that
+            # message now: it runs as the message would have, under its correlation id.
+            await self._rerun(item, entry, correlation_id=entry.correlation_id)
+            return EDIT_APPLIED
         if entry.reason == WITHDRAWN_REASON or entry.message.text == text:
             return await self._finish(item, "edit changed nothing", EDIT_IGNORED)
         if self._deps.settings().conversations.on_edit_after_answer is EditAfterAnswer.IGNORE:
             return await self._finish(item, "edit after the answer ignored", EDIT_IGNORED)
-        return await self._answer_again(item, entry)
+        # A new turn for the edited text, replying to the edited message (its platform id)
+        # and labelled; journaled under the edit's own entry, so a crash resumes it.
+        await self._rerun(item, entry, label=EDITED_LABEL)
+        return EDIT_ANSWERED
 
-    async def _answer_again(self, item: Accepted, entry: JournalEntry) -> str:
-        """A new turn for the edited text, replying to the edited message (its platform id)
-        and labelled; journaled under the edit's own entry, so a crash resumes it."""
+    async def _rerun(
+        self, item: Accepted, entry: JournalEntry, *, correlation_id: str | None = None,
+        label: str = "",
+    ) -> None:  # fmt: skip
+        """Submit the edited message (``entry``'s, with the edit's text) as a turn of its own."""
         message = dataclasses.replace(entry.message, text=item.message.text)
-        again = dataclasses.replace(item, message=message)
+        again = dataclasses.replace(
+            item, message=message, correlation_id=correlation_id or item.correlation_id
+        )
         key = await self._deps.sessions.key_for(message)
         request = TurnRequest(
-            key=key, destination=destination_for(message, key), items=(again,), label=EDITED_LABEL
+            key=key, destination=destination_for(message, key), items=(again,), label=label
         )
         await self._deps.submit(again, request)
-        return EDIT_ANSWERED
 
     async def _was_applied(self, item: Accepted) -> bool:
         """Whether this edit had taken its message's place in a lane before a restart (its
@@ -165,43 +173,32 @@ class Revisions:
                 return entry.status is InboundStatus.RUNNING or entry.reason == APPLIED_REASON
         return False
 
-    async def _resume_applied(self, item: Accepted, entry: JournalEntry) -> str:
-        """After a crash, an edit that had replaced its queued or running message is that
-        message now: it runs as the message would have, under the message's correlation id."""
-        message = dataclasses.replace(entry.message, text=item.message.text)
-        resumed = dataclasses.replace(item, message=message, correlation_id=entry.correlation_id)
-        key = await self._deps.sessions.key_for(message)
-        request = TurnRequest(key=key, destination=destination_for(message, key), items=(resumed,))
-        await self._deps.submit(resumed, request)
-        return EDIT_APPLIED
-
     # ------------------------------------------------------------------ withdrawals
 
     async def _withdrawn(self, item: Accepted, revision: Revision) -> str:
-        dropped_restart: list[str] = []
+        dropped_restart = False
 
         def rewrite(request: TurnRequest, found: Accepted) -> TurnRequest | None:
+            nonlocal dropped_restart
             items = tuple(each for each in request.items if each is not found)
-            if not items and request.restarted:
-                dropped_restart.append(found.correlation_id)
+            dropped_restart = not items and request.restarted
             return dataclasses.replace(request, items=items) if items else None
 
-        answered = await self._answered(item, revision)
-        where, found = (
-            (Revised.ABSENT, None)
-            if answered
-            else self._deps.lanes.revise(_chat(item), revision.message_id, rewrite)
-        )
-        if found is not None:
-            await self._deps.store.inbound.update(
-                found.entry_id, InboundStatus.HANDLED, reason=WITHDRAWN_REASON
-            )
-            if dropped_restart:  # its first run's placeholder; the turn, if any, agrees (same key)
-                store, submit = self._deps.store, self._deps.outbox.submit
-                await remove_left_placeholder(store, submit, dropped_restart[0])
-            detail = "queued message dropped" if where is Revised.QUEUED else "turn cancelled"
-            return await self._finish(item, detail, WITHDRAWN)
         entry = await self._entry(item, revision)
+        if not _answered(entry):
+            where, found = self._deps.lanes.revise(
+                ChatRef.of(item.message), revision.message_id, rewrite
+            )
+            if found is not None:
+                await self._deps.store.inbound.update(
+                    found.entry_id, InboundStatus.HANDLED, reason=WITHDRAWN_REASON
+                )
+                if dropped_restart:  # its first run's placeholder; the turn agrees (same key)
+                    store, submit = self._deps.store, self._deps.outbox.submit
+                    await remove_left_placeholder(store, submit, found.correlation_id)
+                detail = "queued message dropped" if where is Revised.QUEUED else "turn cancelled"
+                return await self._finish(item, detail, WITHDRAWN)
+            entry = await self._entry(item, revision)  # read again: its turn may have finished
         if entry is None or entry.status not in ANSWERED_STATES:
             return await self._finish(
                 item, "withdrawal of a message not in hand", WITHDRAWAL_IGNORED
@@ -227,32 +224,15 @@ class Revisions:
             if not isinstance(delivery, OutboundText | OutboundFile):
                 continue
             for message_id in row.sent_message_ids:
-                if message_id in seen:
-                    continue
-                seen.add(message_id)
-                removal = MessageRemoval(destination=delivery.destination, message_id=message_id)
-                removals.append(
-                    OutboxItem(
-                        idempotency_key=f"{correlation}/recalled/{len(removals)}",
-                        delivery=removal, key=row.item.key, thread_id=row.item.thread_id,
-                        correlation_id=correlation,
-                    )
-                )  # fmt: skip
+                if message_id not in seen:
+                    seen.add(message_id)
+                    key = f"{correlation}/recalled/{len(removals)}"
+                    removals.append(removal_item(row, message_id, key))
         if removals:
             await self._deps.outbox.submit(removals)
         return len(removals)
 
     # ------------------------------------------------------------------ helpers
-
-    async def _answered(self, item: Accepted, revision: Revision) -> bool:
-        """Whether the message's answer is recorded: its turn may still be finishing (a
-        reaction), but an edit or a withdrawal now comes after the answer."""
-        entry = await self._entry(item, revision)
-        return (
-            entry is not None
-            and entry.status in ANSWERED_STATES
-            and entry.reason != SUPERSEDED_REASON
-        )
 
     async def _entry(self, item: Accepted, revision: Revision) -> JournalEntry | None:
         """The revised message's journal entry (its first, if the platform reused the id)."""
@@ -268,10 +248,9 @@ class Revisions:
         return outcome
 
 
-def _chat(item: Accepted) -> ChatRef:
-    message = item.message
-    return ChatRef(message.channel, message.account_id, message.chat_id)
-
-
-def _with_text(found: Accepted, text: str) -> InboundMessage:
-    return dataclasses.replace(found.message, text=text)
+def _answered(entry: JournalEntry | None) -> bool:
+    """Whether the message's answer is recorded: its turn may still be finishing (a
+    reaction), but an edit or a withdrawal now comes after the answer."""
+    return (
+        entry is not None and entry.status in ANSWERED_STATES and entry.reason != SUPERSEDED_REASON
+    )

@@ -117,7 +117,7 @@ class Takeover:
         await self._store.inbound.update(
             item.entry_id, InboundStatus.HANDLED, reason="yielded to a human", key=key
         )
-        who = message.sender.display_name or message.sender.id
+        who = message.sender.shown_as
         logger.info(
             "yielded key=%s to=%s correlation=%s",
             key.describe(),

@@ -14,7 +14,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config.settings import Settings
@@ -163,7 +163,6 @@ class TurnRunner:
         assert ctx.thread_id is not None  # noqa: S101 - set by __call__
         workspace = await self._workspace(ctx.thread_id)
         turn = await self._build_turn(request, channel, workspace)
-        turn = replace(turn, handoff=self._ports.handoff_for(request))
         stream = ProgressStream(
             channel,
             (self._outbox.send_now, self._outbox.withdraw),
@@ -242,6 +241,7 @@ class TurnRunner:
             return Turn(
                 text=request.answer or "", sender=sender, resume_answer=request.answer or "",
                 scheduler=self._ports.scheduler_for(request),
+                handoff=self._ports.handoff_for(request),
             )  # fmt: skip
         messages = [item.message for item in request.items]
         limit = self._settings().agent.max_upload_bytes
@@ -250,6 +250,7 @@ class TurnRunner:
         return Turn(
             text=text, sender=messages[-1].sender, uploads=uploads, notes=notes,
             scheduler=self._ports.scheduler_for(request),
+            handoff=self._ports.handoff_for(request),
             chat_context=render_context(request.context),
         )  # fmt: skip
 

@@ -150,12 +150,11 @@ class Translator:
         channel = str(event.get("channel") or "")
         current: Json = event.get("message") or {}
         previous: Json = event.get("previous_message") or {}
-        mine = previous if event.get("subtype") == DELETED else current
-        if not channel or self.is_ignored({k: v for k, v in mine.items() if k != "subtype"}):
+        if not channel:
             return None
         if event.get("subtype") == DELETED:
             target = str(event.get("deleted_ts") or previous.get("ts") or "")
-            if not target:
+            if not target or self.is_ignored({**previous, "subtype": None}):
                 return None
             return InboundMessage(
                 channel=self._channel, account_id=self._me.team_id, chat_id=channel,

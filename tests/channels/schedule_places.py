@@ -141,8 +141,3 @@ PLACES = (
         daemon=_dingtalk_daemon, ask=_dingtalk_ask, shown=_dingtalk_shown,
     ),
 )  # fmt: skip
-
-
-def place_settings(place: Place, state_dir: Path, fake: Any, **sections: Any) -> Settings:
-    """The platform's settings on ``state_dir`` with ``sections`` on top."""
-    return place.settings(state_dir, fake, **sections)

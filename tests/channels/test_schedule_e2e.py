@@ -32,19 +32,11 @@ from store.postgres import PostgresStore
 from tests.channels.schedule_places import PLACES, Place
 from tests.fakes.common.waiting import eventually
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, ToolCall
-from tests.postgres import fresh_schema, require_postgres
 
 WITHIN_S = 20.0
 """Bounds for waits on a busy machine (never waited out when things work)."""
 REMIND_IN_S = 4
 """The reminder's time from the request: after the first run stops, on a quick machine."""
-
-
-@pytest.fixture
-async def schema() -> AsyncIterator[tuple[str, str]]:
-    url = require_postgres()
-    async with fresh_schema(url) as name:
-        yield url, name
 
 
 def _settings(

@@ -4,24 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.cli.operator.output import JsonObject, iso, when
+from bot.cli.operator.output import JsonObject, iso, key_json, when
 from bot.ports.mutes import Mute
 
 LISTED = 20
 
 
 def mute_json(mute: Mute) -> JsonObject:
-    key = mute.key
     return {
-        "key": {
-            "channel": key.channel, "account_id": key.account_id, "chat_id": key.chat_id,
-            "topic_id": key.topic_id, "user_id": key.user_id,
-        },
+        "key": key_json(mute.key),
         "until": iso(mute.until),
         "reason": mute.reason,
         "muted_by": mute.muted_by,
         "muted_at": iso(mute.muted_at),
-    }  # fmt: skip
+    }
 
 
 def mute_lines(mutes: Sequence[Mute]) -> list[tuple[str, str]]:

@@ -37,7 +37,7 @@ async def schedule_list(args: argparse.Namespace, settings: Settings) -> int:
     async with opened_store(settings) as store:
         book = ScheduleBook(lambda: settings, store)
         found = await book.listed(channel=args.channel, chat_id=args.chat, active_only=not args.all)
-        latest = {s.id: await _latest(store, s.id) for s in found}
+        latest = {s.id: await latest_firing(store, s.id) for s in found}
     if args.json:
         print_json([schedule_json(s, latest[s.id]) for s in found])
         return EXIT_OK
@@ -48,7 +48,8 @@ async def schedule_list(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-async def _latest(store: Store, schedule_id: int) -> Firing | None:
+async def latest_firing(store: Store, schedule_id: int) -> Firing | None:
+    """The schedule's newest firing (``None`` before its first, or without schedules)."""
     table_ = schedules_of(store)
     if table_ is None:
         return None
