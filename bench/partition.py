@@ -178,6 +178,9 @@ def run_partition(options: Options, work: Path, cleanup: Cleanup) -> dict[str, A
             results[name]["score"] = score(fake, chats, 0, options.messages)
             results[name]["left_placeholder_samples"] = watch.left_placeholders(fake, chats)
             results[name]["shown_twice"] = twice = watch.shown_twice(fake, chats)
+            since = results[name].pop("started_at", None)
+            if since is not None and results[name]["left_placeholder_samples"]:
+                results[name]["left_placeholder_calls"] = watch.history(fake, chats, since)
             figures = results[name]["score"]
             results[name]["duplicated_as_seen"] = int(figures["duplicated"]) + len(twice)
         results["logs"] = log_findings(list(replicas))
@@ -235,6 +238,7 @@ def _phase(  # noqa: PLR0913 - what one phase works on
         "victim_chats_now_held_by": _names(replicas, url, schema,
                                            sorted({after[c] for c in held if c in after})),
         "settled": settled, "seconds": round(time.monotonic() - at, 1),
+        "started_at": at,
     }  # fmt: skip
     if error is not None:
         found["error"] = error

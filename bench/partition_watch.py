@@ -69,6 +69,22 @@ def left_placeholders(fake: FakeTelegram, chats: list[int], limit: int = 4) -> l
     return found[:limit]
 
 
+def history(fake: FakeTelegram, chats: list[int], origin: float, limit: int = 40) -> list[str]:
+    """The bot calls of the chats holding a left placeholder, from 2 s before ``origin`` (the
+    fault's start) on, timed from it: what a failed phase is read from."""
+    left = {
+        str(chat)
+        for chat in chats
+        if any(str(m.get("text") or "").endswith(CURSOR) for m in fake.chat_messages(chat))
+    }
+    found = [
+        f"{call.at - origin:+.2f}s {call.brief()}"
+        for call in fake.calls()
+        if str(call.params.get("chat_id")) in left and call.at >= origin - 2
+    ]
+    return found[:limit]
+
+
 def shown_twice(fake: FakeTelegram, chats: list[int]) -> list[str]:
     """Questions whose answer stands in a chat twice: once as the final answer and once in a
     placeholder left with the cursor (its stream reached the answer's text, its final edit never

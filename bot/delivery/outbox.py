@@ -117,16 +117,19 @@ class Outbox:
         (row,) = await self._store.outbox.enqueue_rows([item])  # the row as it now stands
         if self._holds.is_reserved(row):
             return None
-        if row.state is OutboxState.PENDING and self._queues.finished_recently(row.id):
-            row = await self._store.outbox.get(row.id) or row  # its attempt ended meanwhile
-        if row.state is not OutboxState.PENDING:
-            sent = row.state is OutboxState.SENT
-            return SentRef(message_ids=row.sent_message_ids) if sent else None
         if self._waiters.under_way(row.id):
+            # Its call is out: what it made is the caller's to finish, whatever the store says
+            # meanwhile (a replica that took the chat over may have withdrawn the row).
             with self._waiters.waiting_for(row.id) as future:
                 sent_ref = await future
             if sent_ref is not None:
                 return sent_ref
+            row = await self._store.outbox.get(row.id) or row
+        elif row.state is OutboxState.PENDING and self._queues.finished_recently(row.id):
+            row = await self._store.outbox.get(row.id) or row  # its attempt ended meanwhile
+        if row.state is not OutboxState.PENDING:
+            sent = row.state is OutboxState.SENT
+            return SentRef(message_ids=row.sent_message_ids) if sent else None
         self._queues.withdraw(row.id)
         await self._store.outbox.mark_dead(row.id, "withdrawn: superseded by a later delivery")
         return None

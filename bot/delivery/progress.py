@@ -122,7 +122,7 @@ class _Placeholder:
     def __init__(self, outbox: tuple[OutboxSend, OutboxWithdraw], ctx: ReplyContext) -> None:
         self._send, self._withdraw = outbox
         self._ctx = ctx
-        self._item: OutboxItem | None = None
+        self.item: OutboxItem | None = None
         """Its delivery once it was recorded; taken back if it never arrived."""
         self._creating: asyncio.Task[None] | None = None
         self.message_id: str | None = None
@@ -140,7 +140,7 @@ class _Placeholder:
             destination=self._ctx.destination, text=text, kind=OutboundKind.PROGRESS,
             reply_to=self._ctx.reply_to, render=RenderMode.PLAIN,
         )  # fmt: skip
-        item = self._item = self._ctx.item(0, delivery)
+        item = self.item = self._ctx.item(0, delivery)
         try:
             async with asyncio.timeout(PLACEHOLDER_WAIT_S):
                 ref = await self._send(item)
@@ -157,8 +157,8 @@ class _Placeholder:
         if self._creating is not None:
             self._creating.cancel()
             await asyncio.wait([self._creating])
-        if self.message_id is None and self._item is not None:
-            sent = await self._withdraw(self._item)
+        if self.message_id is None and self.item is not None:
+            sent = await self._withdraw(self.item)
             if sent is not None and sent.message_ids:
                 self.message_id = sent.message_ids[0]
         return self.message_id
@@ -196,6 +196,13 @@ class ProgressStream:
     @property
     def placeholder_id(self) -> str | None:
         return self._placeholder.message_id
+
+    @property
+    def placeholder_key(self) -> str | None:
+        """The idempotency key of the placeholder this stream sent itself (not one it
+        adopted), if it sent one."""
+        item = self._placeholder.item
+        return item.idempotency_key if item is not None else None
 
     @property
     def _interval(self) -> float:

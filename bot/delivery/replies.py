@@ -21,6 +21,7 @@ from bot.messages import (
     Destination,
     InboundMessage,
     MessageOrigin,
+    MessageRemoval,
     OutboundFile,
     OutboundKind,
     OutboundText,
@@ -144,6 +145,18 @@ def plan_chunks(
                 OutboundText(destination=ctx.destination, text=chunk, kind=kind, reply_to=reply_to)
             )
     return deliveries
+
+
+def take_back(
+    destination: Destination, message_id: str, caps: ChannelCapabilities, instead: str
+) -> Delivery:
+    """A message of the bot's that should not stand: deleted where the platform lets the bot
+    delete, else edited to say ``instead``."""
+    if caps.deletes:
+        return MessageRemoval(destination=destination, message_id=message_id)
+    return TextEdit(
+        destination=destination, message_id=message_id, text=instead, kind=OutboundKind.FINAL
+    )
 
 
 LONG_ANSWER_NOTE = "_The full answer is long, so it is attached as a Markdown file._"

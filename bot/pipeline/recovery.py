@@ -81,13 +81,17 @@ def _interrupted_edit(row: OutboxRow, message_id: str) -> OutboxItem:
         text=INTERRUPTED_PLACEHOLDER,
         kind=OutboundKind.NOTICE,
     )
-    correlation = row.item.correlation_id
-    tag = row.item.idempotency_key.removeprefix(f"{correlation}/")  # placeholder[/resumed]/N
     return OutboxItem(
-        idempotency_key=f"{correlation}/recovery-{tag}",
+        idempotency_key=finishing_key(row.item.correlation_id, row.item.idempotency_key),
         delivery=edit, key=row.item.key, thread_id=row.item.thread_id,
         correlation_id=row.item.correlation_id,
     )  # fmt: skip
+
+
+def finishing_key(correlation_id: str, placeholder_key: str) -> str:
+    """The key of the edit that finishes the placeholder sent under ``placeholder_key``."""
+    tag = placeholder_key.removeprefix(f"{correlation_id}/")  # placeholder[/resumed]/N
+    return f"{correlation_id}/recovery-{tag}"
 
 
 async def sent_placeholders(store: Store, correlation_id: str) -> list[OutboxRow]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from bot.delivery.progress import ProgressStream
+from bot.delivery.replies import take_back
 from bot.delivery.writer import Record, ReplyWriter
-from bot.messages import Delivery, MessageRemoval, OutboundKind, TextEdit
+from bot.messages import MessageRemoval
 from bot.pipeline.lanes import CancelReason
 from bot.pipeline.recovery import sent_placeholders
 from bot.ports import Store
@@ -90,12 +91,5 @@ async def _take_back(
             await remove_left_placeholder(store, record, ctx.correlation_id)
         return
     tagged = ctx.tagged(WITHDRAWN_TAG)
-    delivery: Delivery
-    if replies.caps.deletes:
-        delivery = MessageRemoval(destination=tagged.destination, message_id=placeholder)
-    else:
-        delivery = TextEdit(
-            destination=tagged.destination, message_id=placeholder, text=WITHDRAWN_TEXT,
-            kind=OutboundKind.FINAL,
-        )  # fmt: skip
+    delivery = take_back(tagged.destination, placeholder, replies.caps, WITHDRAWN_TEXT)
     await record([tagged.item(0, delivery)])

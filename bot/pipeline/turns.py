@@ -28,6 +28,7 @@ from bot.errors import AgentError, ChatLost
 from bot.hub import ChannelHub
 from bot.messages import Reaction, Sender, utc_now
 from bot.metrics import Counters
+from bot.pipeline import lost_turns
 from bot.pipeline import revised_turns as revised
 from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.group_context import render_context
@@ -186,7 +187,7 @@ class TurnRunner:
         except ChatLost as exc:
             # Another replica holds the chat now and answers it: nothing more goes out here.
             logger.info("turn dropped correlation=%s: %s", ctx.correlation_id, exc)
-            await scope.stream.close()
+            await self._end_lost(scope)
             return "lost"
         except AgentError as exc:
             logger.warning("agent failed correlation=%s: %s", ctx.correlation_id, exc.detail or exc)
@@ -287,8 +288,8 @@ class TurnRunner:
     async def _cancelled(self, scope: _Scope, token: CancelToken) -> None:
         """Finish a cancelled turn visibly; shielded so the cancellation cannot cut it short."""
         reason = token.reason or CancelReason.SHUTDOWN
-        if reason is CancelReason.LOST:
-            await asyncio.shield(scope.stream.close())  # the chat's new holder answers
+        if reason is CancelReason.LOST:  # the chat's new holder answers
+            await asyncio.shield(self._end_lost(scope))
             return
         if reason in QUIET_REASONS:  # a human took over (design §22)
             mark = functools.partial(self._mark, scope.request, InboundStatus.HANDLED, str(reason))
@@ -318,6 +319,9 @@ class TurnRunner:
                 await self._mark(scope.request, InboundStatus.HANDLED, str(reason))
 
         await asyncio.shield(finish())
+
+    async def _end_lost(self, scope: _Scope) -> None:
+        await lost_turns.end_turn(scope.stream, scope.replies, self._store, self._outbox.submit)
 
     async def _react(self, replies: ReplyWriter, reaction: Reaction) -> None:
         if self._hub.get(replies.ctx.key.channel) is not None:  # not stopped meanwhile

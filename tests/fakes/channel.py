@@ -85,6 +85,9 @@ class FakeChannel(BaseChannel):
     """How many starts never finish (a hung SDK), before starts work again."""
     close_hangs: bool = False
     files: dict[str, bytes] = field(default_factory=dict)
+    answer_gate: asyncio.Event | None = None
+    """While set to an unset event, a text sent is taken (recorded, given its id) but answered
+    only once it is set: the platform has the message, the bot has not heard back yet."""
     taken: dict[str, str] = field(default_factory=dict)
     """The message each ``dedupe_key`` posted (with ``idempotent_sends``); a test seeds it with
     what a crashed process got the platform to post."""
@@ -139,7 +142,16 @@ class FakeChannel(BaseChannel):
     async def send_text(self, message: OutboundText) -> SentRef:
         message_id = await self._record(message, new_id=True)
         assert message_id is not None
+        if self.answer_gate is not None:
+            await self.answer_gate.wait()
         return SentRef(message_ids=(message_id,))
+
+    @override
+    async def delete_message(self, removal: MessageRemoval) -> None:
+        if not self.capabilities.deletes:
+            await super().delete_message(removal)
+            return
+        await self._record(removal, new_id=False)
 
     @override
     async def edit_text(self, edit: TextEdit) -> None:

@@ -9,6 +9,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from bot.messages import TextEdit
+from bot.pipeline.recovery import INTERRUPTED_PLACEHOLDER
+from bot.records import OutboxState
 from tests.bot.pipeline.replica_support import Side, replica
 from tests.fakes.channel import dm
 from tests.fakes.common.waiting import eventually
@@ -30,6 +33,11 @@ def fenced(side: Side, what: str) -> float:
         "switchboard_fenced_total", {"what": what}
     )
     return value or 0.0
+
+
+def learnt_the_loss(side: Side) -> bool:
+    """The replica found the chat lost after its stall: at its next claim or verify."""
+    return fenced(side, "claim") + fenced(side, "verify") >= 1
 
 
 def stall_heartbeat(side: Side) -> asyncio.Event:
@@ -87,6 +95,68 @@ async def test_a_replica_learns_of_the_loss_after_its_first_beat_and_drops_its_q
         await a.run.kernel.lanes.wait_idle()
     assert a.channel.sent[shown_by_a:] == []
     assert len(a.agent.runs) == 1
+
+
+async def test_a_placeholder_the_holder_never_learnt_of_is_removed_by_the_holder(
+    tmp_path: Path, schema: tuple[str, str]
+) -> None:
+    """The platform took the stalled replica's placeholder, but the replica heard back only
+    after the takeover (its row was withdrawn as never sent): once it learns of the loss it
+    records the placeholder's removal, which the holder sends (here the notice edit: the fake
+    platform cannot delete), so no stale "working… ▍" stays beside the answer."""
+    async with two(tmp_path, schema) as (a, b):
+        a.agent.hold("slow")
+        heard = a.channel.answer_gate = asyncio.Event()
+        try:
+            await a.channel.inject(dm("slow first", message_id="1"))
+            placeholder = await a.channel.wait_for(lambda s: s.is_progress)
+            stalled = stall_heartbeat(a)
+            await eventually(lambda: _holds_one(b), within=10)
+            await b.channel.wait_text("echo: slow first")
+            stalled.set()  # a beats, learns the loss, and takes its placeholder back
+            await eventually(lambda: learnt_the_loss(a))
+        finally:
+            heard.set()  # only now does a hear the platform took it
+        removal = await b.channel.wait_for(
+            lambda s: (
+                isinstance(s.delivery, TextEdit) and s.delivery.message_id == placeholder.message_id
+            ),
+            within=10,
+        )
+        await a.run.kernel.lanes.wait_idle()
+    assert removal.text == INTERRUPTED_PLACEHOLDER
+    assert a.channel.texts() == [placeholder.text]  # and a itself sent nothing more
+
+
+async def test_a_placeholder_the_holder_finished_is_not_taken_back_again(
+    tmp_path: Path, schema: tuple[str, str]
+) -> None:
+    """A placeholder recorded as sent before the stall is the holder's to finish (the
+    interrupted notice); the replica that lost the chat adds nothing to it."""
+    async with two(tmp_path, schema) as (a, b):
+        a.agent.hold("slow")
+        await a.channel.inject(dm("slow first", message_id="1"))
+        placeholder = await a.channel.wait_for(lambda s: s.is_progress)
+        await eventually(lambda: _placeholder_recorded(a))
+        stalled = stall_heartbeat(a)
+        await eventually(lambda: _holds_one(b), within=10)
+        await b.channel.wait_text("echo: slow first")
+        stalled.set()
+        await eventually(lambda: learnt_the_loss(a))
+        await a.run.kernel.lanes.wait_idle()
+        rows = await b.run.kernel.store.outbox.listing(OutboxState.PENDING)
+    edits = [
+        s.text
+        for s in b.channel.sent
+        if isinstance(s.delivery, TextEdit) and s.delivery.message_id == placeholder.message_id
+    ]
+    assert edits == [INTERRUPTED_PLACEHOLDER]
+    assert rows == []
+
+
+async def _placeholder_recorded(side: Side) -> bool:
+    rows = await side.run.kernel.store.outbox.listing(OutboxState.SENT)
+    return any("/placeholder/" in row.item.idempotency_key for row in rows)
 
 
 async def _holds_one(side: Side) -> bool:
