@@ -175,8 +175,11 @@ class PollLoop:
             next_due = await self._store.outbox.next_due_at(holder=self._holder)
         finally:
             self._polling = False
-        if next_due is not None and next_due > self._clock():
-            self._times.at(next_due)  # rows left waiting, also by an earlier process
+        if next_due is not None and next_due > now:
+            # Rows left waiting, also by an earlier process. Compared with the time the due
+            # rows were asked with, not the clock after both queries: a row that came due
+            # in between is in neither answer, and would wait for the idle poll.
+            self._times.at(next_due)
         return due
 
     async def wait_idle(self) -> None:
