@@ -15,7 +15,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from bot.config.settings import Settings
 from bot.delivery.fence import ChatFence
@@ -37,6 +36,7 @@ from bot.pipeline.sessions import Sessions
 from bot.pipeline.takeover import QUIET_REASONS, end_quietly
 from bot.pipeline.turn_marks import TurnMark
 from bot.pipeline.uploads import save_uploads
+from bot.pipeline.workspaces import ThreadWorkspaces
 from bot.ports import (
     AgentBackend,
     Channel,
@@ -52,8 +52,6 @@ from bot.records import InboundStatus
 from bot.workspace import ThreadWorkspace
 
 logger = logging.getLogger(__name__)
-
-WORKSPACES_REMEMBERED = 4096
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,7 +96,7 @@ class TurnRunner:
         self._counters = deps.counters
         self._fence = deps.fence
         self._ports = deps  # what the agent's tools reach: schedules, handoff
-        self._workspaces: dict[str, ThreadWorkspace] = {}
+        self._workspaces = ThreadWorkspaces(lambda: self._settings().workspace_root)
 
     async def __call__(self, request: TurnRequest, token: CancelToken) -> None:
         channel = self._hub.get(request.key.channel)
@@ -162,7 +160,7 @@ class TurnRunner:
     ) -> str:
         ctx = replies.ctx
         assert ctx.thread_id is not None  # noqa: S101 - set by __call__
-        workspace = await self._workspace(ctx.thread_id)
+        workspace = await self._workspaces.get(ctx.thread_id)
         turn = await self._build_turn(request, channel, workspace)
         stream = ProgressStream(
             channel,
@@ -197,17 +195,6 @@ class TurnRunner:
             logger.exception("turn crashed correlation=%s", ctx.correlation_id)
             await self._fail(scope, "something went wrong on our side")
             return "error"
-
-    async def _workspace(self, thread_id: str) -> ThreadWorkspace:
-        """The thread's workspace, its directories made on the thread's first turn here."""
-        workspace = self._workspaces.get(thread_id)
-        if workspace is None:
-            root = self._settings().workspace_root
-            workspace = await asyncio.to_thread(_created_workspace, root, thread_id)
-            if len(self._workspaces) >= WORKSPACES_REMEMBERED:
-                self._workspaces.clear()
-            self._workspaces[thread_id] = workspace
-        return workspace
 
     async def _consume(self, scope: _Scope, turn: Turn) -> str:
         timeout_s = self._settings().agent.run_timeout_s
@@ -379,14 +366,6 @@ def failure_text(reason: str, reference: str) -> str:
     if fragment[:1].isupper() and not fragment[1:2].isupper():
         fragment = fragment[0].lower() + fragment[1:]
     return f"⚠️ Sorry, I could not finish this reply: {fragment}. (ref `{reference}`)"
-
-
-def _created_workspace(workspace_dir: Path, thread_id: str) -> ThreadWorkspace:
-    """The thread's workspace with its directories made. Both steps touch the disk
-    (``for_thread`` resolves ``workspace_dir`` on its first use), so this runs off the loop."""
-    workspace = ThreadWorkspace.for_thread(workspace_dir, thread_id)
-    workspace.create()
-    return workspace
 
 
 def _system_sender() -> Sender:
