@@ -54,6 +54,7 @@ from bot.ports import (
     TextDelta,
     Turn,
 )
+from bot.text.redact import redact_url, redact_urls
 from bot.workspace import PathEscape, ThreadWorkspace
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,8 @@ class RemoteBackend(StartClose):
         ``langgraph_sdk.get_client`` does); ``cancel_timeout_s`` bounds stopping a run."""
         remote = settings.agent.remote
         self._url = remote.url.rstrip("/")
+        self._shown_url = redact_url(self._url)
+        """The URL for logs and error texts: without credentials."""
         self._assistant_id = remote.assistant_id
         self._api_key = remote.api_key.get_secret_value() if remote.api_key else None
         self._workspace_dir = settings.workspace_root
@@ -89,7 +92,7 @@ class RemoteBackend(StartClose):
 
     @property
     def description(self) -> str:
-        return f"remote LangGraph server at {self._url} (assistant {self._assistant_id})"
+        return f"remote LangGraph server at {self._shown_url} (assistant {self._assistant_id})"
 
     @override
     async def start(self) -> None:
@@ -121,7 +124,7 @@ class RemoteBackend(StartClose):
     async def _check_assistant(self, client: LangGraphClient) -> None:
         if not await self._assistant_exists(client):
             raise AgentError(
-                f"The agent server at {self._url} has no assistant or graph "
+                f"The agent server at {self._shown_url} has no assistant or graph "
                 f"{self._assistant_id!r}.",
                 detail="assistants.get and assistants.search found nothing",
             )
@@ -152,7 +155,7 @@ class RemoteBackend(StartClose):
     async def probe(self) -> str:
         """``switchboard check --online``: the server answers and knows the assistant."""
         await self.start()
-        return f"{self._url} answers; assistant {self._assistant_id} found"
+        return f"{self._shown_url} answers; assistant {self._assistant_id} found"
 
     def warm(self) -> None:
         """Nothing to load: the server runs the graph."""
@@ -329,8 +332,8 @@ class RemoteBackend(StartClose):
 
     def _http_error(self, exc: httpx.HTTPError, *, doing: str) -> AgentError:
         """A short reason naming the server (design §6); the exception goes to ``detail``."""
-        detail = f"{type(exc).__name__}: {exc}"
-        where = f"the agent server at {self._url}"
+        detail = redact_urls(f"{type(exc).__name__}: {exc}")
+        where = f"the agent server at {self._shown_url}"
         if isinstance(exc, httpx.TimeoutException):
             return AgentError(f"Timed out trying to {doing} {where}.", detail=detail)
         status = _status_of(exc)

@@ -2,9 +2,14 @@
 
 One compiled graph serves every thread, so the tools are built once per ``state_dir`` and find
 their thread through the LangGraph ``RunnableConfig`` (``configurable.thread_id``) at call time.
-File tools are confined to ``state_dir/threads/<thread_id>/{uploads,outputs}`` by
-``ThreadWorkspace.resolve``; a refused path comes back as an ``Error: …`` string the model can
-read, never as an exception, so one bad path does not end the run.
+File tools are confined to ``state_dir/threads/<thread_id>/{uploads,outputs}``: a path is
+placed in the workspace from its text (``ThreadWorkspace.locate``: ``..`` cannot climb out,
+absolute paths must be inside) and opened with ``bot.delivery.files.open_beneath``, which follows no
+link, opens without blocking and takes regular files only (a FIFO planted in ``outputs/`` is
+an error, not a hang). A refused path comes back as an ``Error: …`` string the model can read,
+naming no host path, never as an exception, so one bad path does not end the run (nor, in
+``present_files``, the other paths of the call). ``write_file`` writes at most
+``WRITE_LIMIT_BYTES``.
 
 ``present_files`` returns its accepted paths (relative to the workspace root, e.g.
 ``outputs/report.md``) as the ``ToolMessage`` artifact. The backend collects those artifacts
@@ -13,6 +18,8 @@ from the tool messages of a turn; nothing else marks a file for delivery.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,7 +29,8 @@ from langgraph.types import interrupt
 
 from agent.handoff_tool import build_handoff_tools
 from agent.schedule_tools import build_schedule_tools
-from bot.workspace import PathEscape, ThreadWorkspace
+from bot.delivery.files import FileRefused, read_head, refusal, size_beneath, write_beneath
+from bot.workspace import PathEscape, ThreadWorkspace, shown
 
 CLARIFY_TOOL = "ask_clarification"
 WRITE_TOOL = "write_file"
@@ -31,10 +39,13 @@ LIST_TOOL = "list_files"
 PRESENT_TOOL = "present_files"
 
 READ_LIMIT_BYTES = 100_000
+WRITE_LIMIT_BYTES = 10 * 1024 * 1024
+"""The most one ``write_file`` call may write (its content, UTF-8 encoded)."""
 LIST_LIMIT = 200
 _WORKSPACE_DIRS = (("uploads",), ("outputs",))
 
 _Operation = Callable[[], str]
+Parts = tuple[str, ...]
 
 
 class ToolRefusal(Exception):
@@ -54,87 +65,89 @@ def workspace_for(state_dir: Path, config: RunnableConfig) -> ThreadWorkspace:
     return workspace
 
 
-def resolve_path(workspace: ThreadWorkspace, path: str) -> Path:
-    """Resolve a model-supplied path: ``uploads/…`` and ``outputs/…`` from the workspace root,
-    anything else relative to ``outputs/``. Escapes (``..``, outside absolutes, symlinks
-    leading out) raise ``ToolRefusal``."""
+def resolve_path(workspace: ThreadWorkspace, path: str) -> Parts:
+    """Place a model-supplied path: ``uploads/…`` and ``outputs/…`` from the workspace root,
+    anything else relative to ``outputs/``; the folder names below the root. Escapes
+    (``..``, outside absolutes) and NUL bytes raise ``ToolRefusal``."""
     text = path.strip()
     if not text:
         raise ToolRefusal("the path is empty")
     candidate = Path(text)
     from_root = not candidate.is_absolute() and candidate.parts[:1] in _WORKSPACE_DIRS
     try:
-        return workspace.resolve(text, base=workspace.root if from_root else None)
+        return workspace.locate(text, base=workspace.root if from_root else None)
     except PathEscape as exc:
         raise ToolRefusal(str(exc)) from exc
-
-
-def relative_name(workspace: ThreadWorkspace, target: Path) -> str:
-    return target.relative_to(workspace.root).as_posix()
-
-
-def _in_uploads(workspace: ThreadWorkspace, target: Path) -> bool:
-    return workspace.uploads.resolve() in target.parents
 
 
 # --------------------------------------------------------------------------- operations
 
 
 def write_text(workspace: ThreadWorkspace, path: str, content: str) -> str:
-    target = resolve_path(workspace, path)
-    if not workspace.in_outputs(target):
-        raise ToolRefusal(f"{path!r} is not inside outputs/; files can only be written there")
-    if target.is_dir():
-        raise ToolRefusal(f"{path!r} is a directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    parts = resolve_path(workspace, path)
+    if parts[:1] != ("outputs",) or len(parts) < 2:
+        raise ToolRefusal(f"{shown(path)} is not inside outputs/; files can only be written there")
     data = content.encode("utf-8")
-    target.write_bytes(data)
-    return f"Wrote {relative_name(workspace, target)} ({len(data)} bytes)."
+    if len(data) > WRITE_LIMIT_BYTES:
+        raise ToolRefusal(f"the content is {len(data)} bytes; at most {WRITE_LIMIT_BYTES} fit")
+    try:
+        write_beneath(workspace.root, parts, data)
+    except FileRefused as exc:
+        raise ToolRefusal(f"{shown(path)} {exc.reason}") from None
+    return f"Wrote {'/'.join(parts)} ({len(data)} bytes)."
 
 
 def read_text(workspace: ThreadWorkspace, path: str) -> str:
-    target = resolve_path(workspace, path)
-    if not (workspace.in_outputs(target) or _in_uploads(workspace, target)):
-        raise ToolRefusal(f"{path!r} is not inside uploads/ or outputs/")
-    if not target.is_file():
-        raise ToolRefusal(f"{path!r} does not exist (see list_files)")
-    size = target.stat().st_size
-    with target.open("rb") as handle:
-        data = handle.read(READ_LIMIT_BYTES)
+    parts = resolve_path(workspace, path)
+    if parts[:1] not in (("uploads",), ("outputs",)) or len(parts) < 2:
+        raise ToolRefusal(f"{shown(path)} is not inside uploads/ or outputs/")
+    data, size = _read_head(workspace, path, parts)
     if b"\x00" in data:
-        return f"{relative_name(workspace, target)} is a binary file ({size} bytes); not shown."
+        return f"{'/'.join(parts)} is a binary file ({size} bytes); not shown."
     text = data.decode("utf-8", errors="replace")
     if size > READ_LIMIT_BYTES:
         text += f"\n\n[read_file: truncated, showing the first {READ_LIMIT_BYTES} of {size} bytes]"
     return text
 
 
+def _read_head(workspace: ThreadWorkspace, path: str, parts: Parts) -> tuple[bytes, int]:
+    try:
+        return read_head(workspace.root, parts, READ_LIMIT_BYTES)
+    except FileRefused as exc:
+        raise ToolRefusal(f"{shown(path)} {exc.reason}") from None
+
+
 def list_workspace(workspace: ThreadWorkspace) -> str:
+    """Regular files only: links (in or out) and special files are not listed."""
     entries: list[str] = []
     for top in (workspace.uploads, workspace.outputs):
-        for item in sorted(top.rglob("*")):
-            if not item.is_file():
-                continue
-            try:
-                target = workspace.resolve(str(item))
-            except PathEscape:
-                continue
-            entries.append(f"{relative_name(workspace, item)} ({target.stat().st_size} bytes)")
+        for folder, dirs, files in os.walk(top, followlinks=False):
+            dirs.sort()
+            for name in sorted(files):
+                try:
+                    info = Path(folder, name).lstat()
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    relative = Path(folder, name).relative_to(workspace.root).as_posix()
+                    entries.append(f"{relative} ({info.st_size} bytes)")
     if not entries:
         return "The workspace is empty: no uploads and no outputs yet."
-    shown = entries[:LIST_LIMIT]
+    shown_entries = entries[:LIST_LIMIT]
     if len(entries) > LIST_LIMIT:
-        shown.append(f"… and {len(entries) - LIST_LIMIT} more")
-    return "\n".join(shown)
+        shown_entries.append(f"… and {len(entries) - LIST_LIMIT} more")
+    return "\n".join(shown_entries)
 
 
-def _presentable(workspace: ThreadWorkspace, path: str) -> Path:
-    target = resolve_path(workspace, path)
-    if not workspace.in_outputs(target):
+def _presentable(workspace: ThreadWorkspace, path: str) -> str:
+    parts = resolve_path(workspace, path)
+    if parts[:1] != ("outputs",) or len(parts) < 2:
         raise ToolRefusal("only files inside outputs/ can be presented")
-    if not target.is_file():
-        raise ToolRefusal("no such file")
-    return target
+    try:
+        size_beneath(workspace.root, parts)
+    except FileRefused as exc:
+        raise ToolRefusal(exc.reason) from None
+    return "/".join(parts)
 
 
 def present(workspace: ThreadWorkspace, paths: list[str]) -> tuple[str, list[str]]:
@@ -143,11 +156,10 @@ def present(workspace: ThreadWorkspace, paths: list[str]) -> tuple[str, list[str
     refused: list[str] = []
     for path in paths:
         try:
-            target = _presentable(workspace, path)
+            name = _presentable(workspace, path)
         except ToolRefusal as exc:
-            refused.append(f"{path!r}: {exc}")
+            refused.append(f"{shown(path)}: {exc}")
             continue
-        name = relative_name(workspace, target)
         if name not in accepted:
             accepted.append(name)
     lines = []
@@ -180,8 +192,10 @@ def build_tools(state_dir: Path) -> list[BaseTool]:
     def present_files(paths: list[str], config: RunnableConfig) -> tuple[str, list[str]]:
         try:
             return present(workspace_for(state_dir, config), paths)
-        except (ToolRefusal, OSError) as exc:
+        except ToolRefusal as exc:
             return f"Error: {exc}", []
+        except OSError as exc:
+            return f"Error: {refusal(exc).reason}", []
 
     return [
         StructuredTool.from_function(ask_clarification, name=CLARIFY_TOOL, description=_ASK),
@@ -200,10 +214,13 @@ def build_tools(state_dir: Path) -> list[BaseTool]:
 
 
 def _guarded(operation: _Operation) -> str:
+    """The operation's answer, or ``Error: …`` (an ``OSError`` by its reason: no host path)."""
     try:
         return operation()
-    except (ToolRefusal, OSError) as exc:
+    except ToolRefusal as exc:
         return f"Error: {exc}"
+    except OSError as exc:
+        return f"Error: {refusal(exc).reason}"
 
 
 _ASK = (

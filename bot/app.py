@@ -26,9 +26,10 @@ from bot.errors import ConfigError, InstanceLocked, StoreError
 from bot.exit_codes import EXIT_CONFIG, EXIT_OK, EXIT_TEMPFAIL
 from bot.hub import ChannelHub
 from bot.kernel import Kernel, build_kernel
-from bot.ops.http import HttpMount, HttpServer, RouteTable
+from bot.ops.http import HttpMount, HttpServer, ListenError, RouteTable
 from bot.ops.instance_lock import InstanceLock
 from bot.ops.kernel_tasks import KernelTasks, Loop
+from bot.ops.private_files import make_state_dir
 from bot.ops.push_api import PushApi
 from bot.ops.readiness import Readiness
 from bot.ops.reload import Reloader
@@ -123,7 +124,8 @@ class Daemon:
 
     async def run(self) -> int:
         # Not only SQLite's: workspaces, DingTalk's session book, the agent's checkpoints.
-        await asyncio.to_thread(self.settings.state_dir.mkdir, parents=True, exist_ok=True)
+        # Private (0700) whoever starts the daemon; a looser existing one is tightened.
+        await asyncio.to_thread(make_state_dir, self.settings.state_dir)
         # One daemon per SQLite file; PostgreSQL replicas share their store by design.
         lock = InstanceLock(self.settings.state_dir)
         try:
@@ -141,6 +143,9 @@ class Daemon:
         except ConfigError as exc:
             logger.error("configuration error: %s", exc)  # noqa: TRY400
             return EXIT_CONFIG
+        except ListenError as exc:
+            logger.error("%s", exc)  # noqa: TRY400 - one line naming the address
+            return EXIT_TEMPFAIL
         finally:
             lock.release()
 

@@ -20,7 +20,7 @@ from bot.ops.channel_calls import Deadlines, close_within, stop_intake_within
 from bot.ops.housekeeping import Housekeeping
 from bot.ops.kernel_tasks import Loop
 from bot.ops.pushes import daemon_pusher
-from bot.pipeline.access import AccessControl
+from bot.pipeline.access import AccessControl, pairing_evictions
 from bot.pipeline.bus import InboundBus
 from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.group_context import ListenWarnings
@@ -180,7 +180,10 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     router = Router(
         RouterDeps(
             settings=settings, store=store, bus=bus, hub=hub,
-            access=AccessControl(settings, store), commands=commands,
+            access=AccessControl(
+                settings, store, evictions=pairing_evictions(counters.registry)
+            ),
+            commands=commands,
             clarifications=clarifications, sessions=sessions, lanes=lanes, outbox=outbox,
             counters=counters, agent_description=agent.description, reload=reload,
             takeover=takeover,

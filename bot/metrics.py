@@ -28,6 +28,8 @@ class DropReason(StrEnum):
     FROM_BOT = "from_bot"
     HEARD = "heard"
     """Not addressed to the bot, and kept as context (``group_policy: listen``)."""
+    TOO_LONG = "too_long"
+    """Longer than ``conversations.max_inbound_chars``; its sender was told (design §10)."""
 
 
 class ReplicaMetrics:
@@ -87,7 +89,7 @@ class PushMetrics:
         self.requests = Counter(
             "switchboard_pushes",
             "Push API requests by kind (text, file, run_agent) and outcome (accepted, repeated,"
-            " unauthorized, invalid, too_large, not_found, conflict, unavailable).",
+            " unauthorized, rate_limited, invalid, too_large, not_found, conflict, unavailable).",
             ["kind", "outcome"],
             registry=registry,
         )

@@ -8,6 +8,7 @@ workspace. Both sides use this one definition.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -41,25 +42,49 @@ class ThreadWorkspace:
         return self.root / "outputs"
 
     def create(self) -> None:
-        self.uploads.mkdir(parents=True, exist_ok=True)
-        self.outputs.mkdir(parents=True, exist_ok=True)
+        """The folders, private (0700) whatever the umask: they hold the chat's files."""
+        for folder in (self.root.parent, self.root, self.uploads, self.outputs):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def resolve(self, path: str, *, base: Path | None = None) -> Path:
         """Resolve ``path`` (relative to ``base``, default ``outputs/``) inside the workspace.
 
-        Symlinks are resolved first, so a link pointing outside is refused like ``..``.
+        Symlinks are resolved first, so a link pointing outside is refused like ``..``; a NUL
+        byte, a symlink loop or an over-long name is refused too, naming no host path.
         """
         start = base if base is not None else self.outputs
         candidate = Path(path)
-        target = (candidate if candidate.is_absolute() else start / candidate).resolve()
-        root = self.root.resolve()
+        try:
+            target = (candidate if candidate.is_absolute() else start / candidate).resolve()
+            root = self.root.resolve()
+        except (OSError, RuntimeError, ValueError):
+            raise PathEscape(f"{shown(path)} cannot be used as a path here") from None
         if target != root and root not in target.parents:
-            raise PathEscape(f"{path!r} is outside this conversation's workspace")
+            raise PathEscape(f"{shown(path)} is outside this conversation's workspace")
         return target
+
+    def locate(self, path: str, *, base: Path | None = None) -> tuple[str, ...]:
+        """``path`` (relative to ``base``, default ``outputs/``) as folder names below
+        ``root``, worked out from the text alone: ``..`` may not climb out, and no link is
+        looked at (the file is then opened with ``bot.delivery.files.open_beneath``, which refuses
+        links). Absolute paths must name something inside the workspace."""
+        if "\x00" in path:
+            raise PathEscape(f"{shown(path)} contains a NUL byte")
+        start = base if base is not None else self.outputs
+        candidate = Path(path)
+        joined = Path(os.path.normpath(candidate if candidate.is_absolute() else start / candidate))
+        if not joined.is_relative_to(self.root):
+            raise PathEscape(f"{shown(path)} is outside this conversation's workspace")
+        return joined.relative_to(self.root).parts
 
     def in_outputs(self, path: Path) -> bool:
         resolved = path.resolve()
         return self.outputs.resolve() in resolved.parents
+
+
+def shown(path: str, limit: int = 80) -> str:
+    """A model-supplied path quoted for an error message, shortened when long."""
+    return repr(path if len(path) <= limit else f"{path[:limit]}…")
 
 
 @lru_cache(maxsize=8)

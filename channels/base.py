@@ -41,6 +41,7 @@ from bot.messages import (
 from bot.ports import (
     Admission,
     BotIdentity,
+    ButtonLimits,
     Channel,
     ChannelCapabilities,
     ChannelContext,
@@ -57,6 +58,7 @@ __all__ = [
     "AuthFailed",
     "BaseChannel",
     "BotIdentity",
+    "ButtonLimits",
     "Channel",
     "ChannelCapabilities",
     "ChannelContext",

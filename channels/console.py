@@ -9,7 +9,8 @@ Typed at a terminal, lines go in as they are typed (a line sent while the agent 
 queued, as in any chat). Piped in (a script, ``-m``), the next line is read only once the
 previous one was answered — its final, question, command reply or error printed — so a
 script gets every answer in order, as if a person typed and waited. On a terminal the
-agent's Markdown is rendered (``rich``); piped, it is printed as written.
+agent's Markdown is rendered (``rich``, in a worker thread, up to ``RICH_LIMIT`` characters);
+piped, it is printed as written.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from bot.messages import (
     SentRef,
     TextEdit,
 )
+from bot.text.escape import escape_controls, escape_lines
 from channels.base import (
     ChannelCapabilities,
     ChannelContext,
@@ -57,6 +59,10 @@ logger = logging.getLogger(__name__)
 CHAT_ID = "console"
 BOT_PREFIX = "bot> "
 
+
+RICH_LIMIT = 20_000
+"""Answers longer than this are printed as written on a terminal too: ``rich``'s Markdown
+layout is super-linear (a 24 000-character run of tables takes seconds)."""
 
 ANSWER_WAIT_MARGIN_S = 60.0
 """A piped line waits for its answer at most the agent's run timeout plus this."""
@@ -90,6 +96,7 @@ class Screen:
         self._session = session
         self._out_ids = itertools.count(1)
         self._awaiting: dict[str, asyncio.Event] = {}
+        self._order = asyncio.Lock()  # answers are shown in the order they were sent
         self.failed_turns = 0
         """Turns that ended in an error message (``switchboard chat -m`` exits non-zero)."""
 
@@ -102,6 +109,8 @@ class Screen:
         self._awaiting.pop(message_id, None)
 
     def write(self, text: str, *, markdown: bool = False) -> None:
+        """Control characters (an agent's or a file name's terminal escapes) show escaped."""
+        text = escape_lines(text)
         if markdown and self._render is not None:
             self._stdout.write(BOT_PREFIX)
             self._render.print(Markdown(text))
@@ -109,11 +118,20 @@ class Screen:
             self._stdout.write(f"{BOT_PREFIX}{text}\n")
         self._stdout.flush()
 
+    async def show(self, text: str, *, markdown: bool) -> None:
+        """``write``, in order; Markdown for a terminal is laid out in a worker thread
+        (``rich`` takes a while on a long answer), and not at all over ``RICH_LIMIT``."""
+        async with self._order:
+            if markdown and self._render is not None and len(text) <= RICH_LIMIT:
+                await asyncio.to_thread(self.write, text, markdown=True)
+            else:
+                self.write(text)
+
     def _next_id(self) -> str:
         return f"{self._session}-out-{next(self._out_ids)}"
 
     async def send_text(self, message: OutboundText) -> SentRef:
-        self.write(message.text, markdown=message.kind is not OutboundKind.PROGRESS)
+        await self.show(message.text, markdown=message.kind is not OutboundKind.PROGRESS)
         if message.reply_to is not None and message.kind is not OutboundKind.PROGRESS:
             answered = self._awaiting.get(message.reply_to)
             if answered is not None:
@@ -121,7 +139,7 @@ class Screen:
         return SentRef(message_ids=(self._next_id(),))
 
     async def edit_text(self, edit: TextEdit) -> None:
-        self.write(edit.text, markdown=edit.kind is not OutboundKind.PROGRESS)
+        await self.show(edit.text, markdown=edit.kind is not OutboundKind.PROGRESS)
 
     async def react(self, mark: ReactionMark) -> None:
         if mark.reaction is Reaction.FAILED:
@@ -129,7 +147,7 @@ class Screen:
 
     async def send_file(self, file: OutboundFile) -> SentRef:
         kind = "image" if file.is_image else "file"
-        self.write(f"[{kind}] {file.name} ({file.size} bytes): {file.path}")
+        self.write(escape_controls(f"[{kind}] {file.name} ({file.size} bytes): {file.path}"))
         return SentRef(message_ids=(self._next_id(),))
 
     async def show_typing(self, destination: Destination) -> None:

@@ -113,6 +113,14 @@ class SqlClarificationStore(ClarificationStore):
         )
 
     @override
+    async def cancel(self, clarification_id: str) -> bool:
+        cancelled = await self._db.row(
+            "UPDATE clarifications SET state = ? WHERE id = ? AND state = 'pending' RETURNING id",
+            (ClarificationState.CANCELLED, clarification_id),
+        )
+        return cancelled is not None
+
+    @override
     async def expire_due(self, now: datetime) -> list[Clarification]:
         """Move pending questions past their expiry to expired; returns them, oldest first
         (sorted here: neither engine promises an order for what RETURNING returns)."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -37,6 +38,9 @@ from store.writer import Op, OpKind, Params, Writer
 logger = logging.getLogger(__name__)
 
 __all__ = ["Clock", "Database", "Params", "SqliteSession"]
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
 
 Clock = Callable[[], datetime]
 Gate = Callable[[], Awaitable[None]]
@@ -157,7 +161,7 @@ class Database:
             return
         writer = Writer(self.path, busy_timeout_s=self._busy_timeout_s)
         try:
-            await asyncio.to_thread(self.path.parent.mkdir, parents=True, exist_ok=True)
+            await asyncio.to_thread(_create_private, self.path)
             await writer.open()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
@@ -282,3 +286,20 @@ class Database:
             await asyncio.shield(op.future)
         except sqlite3.Error as exc:
             raise translate(self.path, exc) from exc
+
+
+def _create_private(path: Path) -> None:
+    """The database file and its missing folders, private whatever the umask: SQLite gives the
+    -wal and -shm files the database file's mode. An existing file is left as it is."""
+    missing = []
+    for directory in (path.parent, *path.parent.parents):
+        if directory.is_dir():
+            break
+        missing.append(directory)
+    for directory in reversed(missing):
+        directory.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, PRIVATE_FILE_MODE)
+    except FileExistsError:
+        return
+    os.close(fd)

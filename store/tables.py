@@ -14,6 +14,7 @@ from store.access import SqlAccessStore
 from store.audit import SqlAuditLog, SqlSettingsStore
 from store.chats import SqlChatDirectory
 from store.clarifications import SqlClarificationStore
+from store.console_sessions import SqlRevokedSessions
 from store.conversations import SqlConversationStore, SqlLinkStore
 from store.dialect import Backend
 from store.inbound import SqlInboundJournal
@@ -105,6 +106,11 @@ class Tables(StartClose, Store):
     def mutes(self) -> SqlMuteStore:
         """Muted conversations (``bot.ports.mutes``, design §22)."""
         return SqlMuteStore(self._backend)  # stateless: no attribute of its own
+
+    @property
+    def console_sessions(self) -> SqlRevokedSessions:
+        """Logged-out console sessions (``bot.ports.console_sessions``, design §23)."""
+        return SqlRevokedSessions(self._backend)  # stateless: no attribute of its own
 
     @override
     async def start(self) -> None:

@@ -25,9 +25,11 @@ EDGE_MAY_IMPORT = (
     "bot.config.store",
     "bot.delivery.chunking",
     "bot.delivery.bounded",
+    "bot.delivery.files",
     "bot.workspace",
     "bot.lifecycle",
     "bot.backoff",
+    "bot.text",
 )
 """What the kernel offers the edges: the ports and the values crossing them, the settings they
 are built from, and the few helpers written for adapters and backends."""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from bot.cli.options import CommandFailed, Subcommands
+from bot.text.escape import escape_lines
 
 COMMAND_MODULES = (
     "bot.cli.daemon",
@@ -47,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except CommandFailed as exc:
-        print(f"switchboard: {exc}", file=sys.stderr)
+        print(escape_lines(f"switchboard: {exc}"), file=sys.stderr)
         return exc.status
 
 

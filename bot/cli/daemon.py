@@ -1,4 +1,7 @@
-"""``run``, ``chat``, ``check`` and ``init``: the daemon and its configuration."""
+"""``run``, ``chat``, ``check`` and ``init``: the daemon and its configuration.
+
+``run`` and ``chat`` create their state private (umask 0077), as the units' ``UMask=`` does.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import io
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
@@ -16,8 +19,11 @@ from typing import TYPE_CHECKING, Protocol, cast
 from bot.cli.options import CommandFailed, Subcommands, add_config_option, load_config
 from bot.config.settings import Settings
 from bot.errors import ConfigError
+from bot.ops.private_files import restrict_umask
 from bot.ports import Channel
 from bot.registry import EdgeKind, ensure_available, load
+from bot.text.escape import escape_controls
+from bot.text.redact import redact_url, redact_urls
 
 if TYPE_CHECKING:
     from bot.cli.probes import ProbeResult
@@ -55,11 +61,13 @@ def add_commands(commands: Subcommands) -> None:
 
 
 def _run_command(args: argparse.Namespace) -> int:
+    restrict_umask()
     path, settings = load_config(args)
     return _run(path, settings, chat=False, verbose=False)
 
 
 def _chat_command(args: argparse.Namespace) -> int:
+    restrict_umask()
     path, settings = load_config(args)
     if args.message is not None:
         return _ask_once(path, settings, args.message, verbose=args.verbose)
@@ -79,7 +87,7 @@ def _ask_once(path: Path, settings: Settings, text: str, *, verbose: bool) -> in
     if not message:
         raise CommandFailed("chat -m: the message is empty", EXIT_USAGE)
     settings = _chat_settings(settings)
-    configure_logging(settings.log, level_override=None if verbose else "WARNING")
+    configure_logging(settings, level_override=None if verbose else "WARNING")
     console_class = cast(Callable[..., _OneShotConsole], load(EdgeKind.CHANNEL, "console"))
     console = console_class(settings, stdin=io.StringIO(message + "\n"))
     overrides = Overrides(channels=[console])
@@ -106,7 +114,7 @@ def _run(path: Path, settings: Settings, *, chat: bool, verbose: bool) -> int:
     if chat:
         settings = _chat_settings(settings)
     quiet = chat and not verbose
-    configure_logging(settings.log, level_override="WARNING" if quiet else None)
+    configure_logging(settings, level_override="WARNING" if quiet else None)
     options = DaemonOptions(
         config_path=path, chat=chat, install_signals=True, mounts=(daemon_console,)
     )
@@ -144,9 +152,12 @@ def _check(path: Path, settings: Settings, *, as_json: bool, online: bool) -> in
         "state_dir": str(settings.state_dir),
         "channels": enabled,
         "agent": settings.agent.backend,
-        "model": "offline echo model" if model.offline else f"{model.name} at {model.base_url}",
+        "model": "offline echo model"
+        if model.offline
+        else f"{model.name} at {redact_url(model.base_url)}",
     }
     probes = asyncio.run(_online_probes(settings)) if online else []
+    probes = [replace(probe, detail=redact_urls(probe.detail)) for probe in probes]
     if probes:
         summary["probes"] = [asdict(result) for result in probes]
         summary["ok"] = all(result.ok for result in probes)
@@ -186,7 +197,7 @@ def _print_check(path: Path, summary: dict[str, object], probes: list[ProbeResul
         width = max(len(result.target) for result in probes)
         for result in probes:
             status = "ok  " if result.ok else "FAIL"
-            print(f"  {result.target:<{width}}  {status}  {result.detail}")
+            print(f"  {result.target:<{width}}  {status}  {escape_controls(result.detail)}")
 
 
 def _init(path: Path, *, force: bool) -> int:

@@ -7,7 +7,8 @@ from a virtualenv keeps using that virtualenv. ``systemd/switchboard.service`` a
 ``/usr/local/bin/switchboard``; a test keeps them equal.
 
 What the unit says is ``bot.cli.unit``; this module writes it, the env file beside it, and
-removes them again.
+removes them again. ``uninstall`` stops and disables the service before it removes the file
+(systemd warns about a running unit whose file changed on disk), then reloads systemd.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import argparse
 import os
 import pwd
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +27,10 @@ from bot.exit_codes import EXIT_OK
 
 EXIT_CANNOT_CREATE = 73
 """``EX_CANTCREAT`` from ``sysexits.h``: a unit or env file could not be written."""
+EXIT_SYSTEMCTL_FAILED = 69
+"""``EX_UNAVAILABLE``: ``systemctl`` could not stop the service, so its unit was kept."""
+SYSTEMCTL_TIMEOUT_S = 120.0
+"""Above the unit's ``TimeoutStopSec=45`` and the kill that follows it."""
 
 
 def add_commands(commands: Subcommands) -> None:
@@ -44,6 +51,7 @@ def add_commands(commands: Subcommands) -> None:
         # Tests install into a scratch directory instead of /.
         sub.add_argument("--root", type=Path, default=Path("/"), help=argparse.SUPPRESS)
     install.add_argument("--dry-run", action="store_true", help="print the unit, write nothing")
+    uninstall.add_argument("--dry-run", action="store_true", help="print the steps, change nothing")
     install.set_defaults(handler=_install_command)
     uninstall.set_defaults(handler=_uninstall_command)
 
@@ -76,30 +84,84 @@ def _install_command(args: argparse.Namespace) -> int:
 
 
 def _uninstall_command(args: argparse.Namespace) -> int:
+    """Stop and disable, then remove the file, then ``daemon-reload``; a template stays while
+    other instances are enabled."""
     plan = plan_unit(user=args.user, instance=args.instance, config=args.config)
     unit_dir = _under(args.root, plan.unit_dir)
-    for link in _enablement_links(unit_dir):
-        if link.name == plan.service:
-            link.unlink()
-            print(f"disabled: removed {link}")
     unit_path = _under(args.root, plan.unit_path)
+    systemctl = _systemctl_words(plan)
+    if args.dry_run:
+        print("Would run:")
+        print(f"  {' '.join(systemctl)} disable --now {plan.service}")
+        print(f"  {' '.join(systemctl)} reset-failed {plan.service}")
+        shared = "    # unless other instances are enabled" if plan.instance is not None else ""
+        print(f"  rm {unit_path}{shared}")
+        print(f"  {' '.join(systemctl)} daemon-reload")
+        _print_kept(plan)
+        return EXIT_OK
+    if not unit_path.exists():
+        print(f"no unit at {unit_path}")
+        _print_kept(plan)
+        return EXIT_OK
+    has_systemctl = shutil.which("systemctl") is not None
+    if not has_systemctl:
+        print("systemctl not found, so no systemd runs this unit: removing its links by hand")
+        for link in _enablement_links(unit_dir):
+            if link.name == plan.service:
+                link.unlink()
+                print(f"disabled: removed {link}")
+    else:
+        _systemctl_run(systemctl, "disable", "--now", plan.service, unit_path=unit_path)
+        print(f"stopped and disabled {plan.service}")
+        _systemctl_run(systemctl, "reset-failed", plan.service, unit_path=None)
     others = sorted(
-        link.name for link in _enablement_links(unit_dir) if link.name.startswith("switchboard@")
+        link.name
+        for link in _enablement_links(unit_dir)
+        if link.name.startswith("switchboard@") and link.name != plan.service
     )
     if others and plan.instance is not None:
         print(f"kept {unit_path}: still enabled for {', '.join(others)}")
-    elif unit_path.exists():
+    else:
         unit_path.unlink()
         print(f"removed {unit_path}")
-    else:
-        print(f"no unit at {unit_path}")
-    systemctl = _systemctl(plan)
-    print("\nStop it and let systemd forget it:")
-    print(f"  {systemctl} stop {plan.service}")
-    print(f"  {systemctl} daemon-reload")
-    print(f"  {systemctl} reset-failed {plan.service}")
-    print(f"Kept {plan.config}, {plan.env_file} and the state directory; remove them yourself.")
+        if has_systemctl:
+            _systemctl_run(systemctl, "daemon-reload", unit_path=unit_path)
+    _print_kept(plan)
     return EXIT_OK
+
+
+def _systemctl_words(plan: UnitPlan) -> tuple[str, ...]:
+    return ("systemctl", "--user") if plan.user else ("systemctl",)
+
+
+def _systemctl_run(words: tuple[str, ...], *args: str, unit_path: Path | None) -> None:
+    """Run ``systemctl``; a failure stops the uninstall (``unit_path`` says what was kept),
+    except for a step that may fail harmlessly (``unit_path=None``: ``reset-failed`` of a unit
+    that had not failed)."""
+    command = [*words, *args]
+    try:
+        result = subprocess.run(  # noqa: S603 - systemctl with our own arguments
+            command, capture_output=True, text=True, timeout=SYSTEMCTL_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        problem, status = str(exc), -1
+    else:
+        problem, status = " ".join(result.stderr.split())[:300], result.returncode
+    if status == 0 or unit_path is None:
+        return
+    kept = f"; {unit_path} was left in place" if unit_path.exists() else ""
+    raise CommandFailed(
+        f"`{' '.join(command)}` failed ({problem or f'status {status}'}){kept}; run it with "
+        "sudo (or --user for your own units), or stop the service yourself and try again",
+        EXIT_SYSTEMCTL_FAILED,
+    )
+
+
+def _print_kept(plan: UnitPlan) -> None:
+    print(
+        f"Kept {plan.config}, {plan.env_file} and the state directory {plan.state_dir} "
+        "(the database, the workspaces); remove them yourself if you no longer need them."
+    )
 
 
 def _enablement_links(unit_dir: Path) -> list[Path]:

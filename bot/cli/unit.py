@@ -24,6 +24,9 @@ SERVICE_USER = "switchboard"
 DEFAULT_PROGRAM = "/usr/local/bin/switchboard"
 SYSTEM_UNIT_DIR = Path("/etc/systemd/system")
 SYSTEM_CONFIG_DIR = Path("/etc/switchboard")
+SYSTEM_STATE_DIR = Path("/var/lib/switchboard")
+USER_STATE_DIR = Path(".local/state/switchboard")
+"""Under the home directory: XDG's state home, spelled out (``%S`` moved in systemd 254)."""
 HIDDEN_DIRS = (Path("/home"), Path("/root"), Path("/run/user"))
 """What ``ProtectHome=yes`` hides; a program or config in there needs ``read-only``."""
 _INSTANCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -42,6 +45,11 @@ UNIT_TEMPLATE = """\
 Description=Switchboard chat bridge{description}
 S|After=network-online.target
 S|Wants=network-online.target
+# A crash loop ends `failed` (start-limit-hit) instead of restarting every 5 s forever: a 6th
+# start within 10 min is refused, so a loop of crashes at start (~6 s each) or of starts that
+# hang until TimeoutStartSec (95 s each) stops. Start again after `systemctl reset-failed`.
+StartLimitIntervalSec=600
+StartLimitBurst=5
 
 [Service]
 Type=notify
@@ -50,9 +58,13 @@ ExecStart={exec_start}
 ExecReload=/bin/kill -HUP $MAINPID
 # Secrets, referred to as ${{NAME}} in the config; keep it 0600.
 EnvironmentFile=-{env_file}
-StateDirectory={state}
-Environment=SWITCHBOARD_STATE_DIR=%S/{state}
-WorkingDirectory=%S/{state}
+S|StateDirectory={state}
+S|StateDirectoryMode=0700
+S|Environment=SWITCHBOARD_STATE_DIR=%S/{state}
+S|WorkingDirectory=%S/{state}
+U|# No StateDirectory= or %S: before systemd 254 they mean ~/.config in a user unit. The daemon
+U|# creates this 0700 itself; relative paths in the config are relative to the home directory.
+U|Environment=SWITCHBOARD_STATE_DIR=%h/{user_state}
 S|User={user}
 S|Group={user}
 SyslogIdentifier=switchboard
@@ -125,6 +137,12 @@ class UnitPlan:
     def unit_path(self) -> Path:
         return self.unit_dir / self.unit_name
 
+    @property
+    def state_dir(self) -> Path:
+        """Where the unit puts ``SWITCHBOARD_STATE_DIR``."""
+        base = self.home / USER_STATE_DIR if self.user else SYSTEM_STATE_DIR
+        return base / self.instance if self.instance is not None else base
+
 
 def plan_unit(
     *, user: bool, instance: str | None, config: Path | None, home: Path | None = None
@@ -164,6 +182,7 @@ def render_unit(plan: UnitPlan, command: tuple[str, ...]) -> str:
         "exec_start": exec_start,
         "env_file": _instance_path(plan, plan.env_file, ".env"),
         "state": "switchboard/%i" if plan.instance is not None else "switchboard",
+        "user_state": f"{USER_STATE_DIR}/%i" if plan.instance is not None else USER_STATE_DIR,
         "user": SERVICE_USER,
         "protect_home": _protect_home(Path(command[0]), plan.config),
     }

@@ -20,6 +20,7 @@ from typing_extensions import override
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, ScalarNode
 
+from bot.config.secrets import MIN_SECRET_CHARS, TELEGRAM_SECRET_PATH, auth_secrets
 from bot.config.settings import CONFIG_VERSION, ChannelSettings, ChannelsSettings, Settings
 from bot.errors import ConfigError
 
@@ -86,6 +87,7 @@ def load_settings(
         problems.extend(_missing_secrets(expanded.get("channels"), unset))
         if settings is not None:
             problems.extend(_missing_tokens(settings, unset))
+            problems.extend(_weak_secrets(settings, unset))
     if problems or settings is None:
         raise ConfigError(f"{path}: invalid configuration\n" + "\n".join(problems))
     return settings
@@ -276,6 +278,16 @@ def _missing_tokens(settings: Settings, unset: tuple[UnsetRef, ...]) -> list[str
         f"{path}: required when {what} is enabled{_unset_hint(path, unset)}"
         for path, what, missing in needed
         if missing
+    ]
+
+
+def _weak_secrets(settings: Settings, unset: tuple[UnsetRef, ...]) -> list[str]:
+    """Secrets that let a request in must be long enough not to be guessed: an empty one
+    would even match a request that sends none. Blank required ones are reported above."""
+    return [
+        f"{path}: must be at least {MIN_SECRET_CHARS} characters{_unset_hint(path, unset)}"
+        for path, value in auth_secrets(settings)
+        if len(value.strip()) < MIN_SECRET_CHARS and (value.strip() or path == TELEGRAM_SECRET_PATH)
     ]
 
 

@@ -69,6 +69,19 @@ class PushApiSettings(Section):
     enabled: bool = False
     token: SecretStr | None = None
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+    file_roots: tuple[Path, ...] = ()
+    """Folders a push may name a ``file.path`` under (none: only bytes sent along)."""
+    rate_per_minute: int = Field(default=120, ge=1, le=1_000_000)
+    """Pushes per minute the token may make on average (429 beyond), after a ``rate_burst``."""
+    rate_burst: int = Field(default=20, ge=1, le=100_000)
+
+    @field_validator("file_roots")
+    @classmethod
+    def _absolute_roots(cls, roots: tuple[Path, ...]) -> tuple[Path, ...]:
+        for root in roots:
+            if not root.is_absolute():
+                raise ValueError(f"file_roots entries must be absolute paths, not {str(root)!r}")
+        return roots
 
 
 class HttpSettings(Section):
@@ -76,6 +89,13 @@ class HttpSettings(Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8787, ge=0, le=65535)
     push_api: PushApiSettings = PushApiSettings()
+    header_timeout_s: float = Field(default=10, gt=0, le=600)
+    """A connection whose request head has not arrived in this long is closed (slowloris);
+    also how long an idle keep-alive connection stays open."""
+    body_timeout_s: float = Field(default=30, gt=0, le=3600)
+    """A request body must have arrived in full this long after its head, else it is cut off."""
+    max_connections: int = Field(default=256, ge=1, le=100_000)
+    """Open connections at most; one more is answered 503 and closed at once."""
 
 
 class ModelSettings(Section):
@@ -110,6 +130,8 @@ class ConversationSettings(Section):
     group_scope: GroupScope = GroupScope.TOPIC
     busy_policy: BusyPolicy = BusyPolicy.QUEUE
     clarification_ttl_s: float = Field(default=1800, gt=0)
+    max_inbound_chars: int = Field(default=20_000, ge=100, le=1_000_000)
+    """A longer message is refused with a reply, never given to the agent (design §10)."""
     listen: ListenSettings = ListenSettings()
     on_edit_after_answer: EditAfterAnswer = EditAfterAnswer.IGNORE
     delete_answers_of_recalled: bool = False
@@ -122,6 +144,8 @@ class AccessSettings(TakeoverAccess):
     admins: tuple[str, ...] = ()
     dm_policy: DmPolicy = DmPolicy.PAIRING
     group_policy: GroupPolicy = GroupPolicy.MENTION
+    max_pending_pairings: int = Field(default=20, ge=1, le=1000)
+    """Pending pairing requests per channel; a new one evicts the oldest (design §10)."""
 
 
 class DaemonSettings(Section):

@@ -23,7 +23,7 @@ from bot.console import (
     pages_overview,
     pages_trace,
 )
-from bot.console.auth import COOKIE_NAME, Session, SessionSigner
+from bot.console.auth import COOKIE_NAME, Revocations, Session, SessionSigner
 from bot.console.context import ConsoleDeps
 from bot.console.login_routes import LoginRoutes
 from bot.console.pages import CURRENT, DEPS, refusal
@@ -46,7 +46,8 @@ class Console:
     def __init__(self, deps: ConsoleDeps) -> None:
         self._deps = deps
         self._signers: dict[str, SessionSigner] = {}
-        self._login = LoginRoutes(deps, self.signer)
+        self._revocations = Revocations(deps.store)
+        self._login = LoginRoutes(deps, self.signer, self._revocations)
 
     def signer(self) -> SessionSigner:
         """The signer of the configured token (a reload with a new token logs all out)."""
@@ -76,7 +77,7 @@ class Console:
         if request.path in PUBLIC:
             return await handler(request)
         session = signer.verify(request.cookies.get(COOKIE_NAME))
-        if session is None:
+        if session is None or await self._revocations.revoked(session):  # logged out for good
             return _unauthenticated(request)
         if request.method not in ("GET", "HEAD") and not await _csrf_ok(request, signer, session):
             logger.warning("console: %s %s refused: missing or forged CSRF token",

@@ -1,11 +1,17 @@
 """Console sessions: signed cookies, their CSRF tokens, and the login rate limit.
 
 A session cookie carries the operator's name, its expiry and a random nonce, signed with an
-HMAC key derived from ``console.token``: it needs no table, works on every replica that
-shares the token, survives a restart, and changing the token ends every session. Logging out
-forgets the nonce on this replica (``revoke``) and clears the cookie. The CSRF token of a
-session is an HMAC of its nonce, so a page cannot be made to act without having been served
-to the session first.
+HMAC key derived from ``console.token``: it works on every replica that shares the token,
+survives a restart, and changing the token ends every session. Logging out records the nonce
+in the store until the session would have expired (``Revocations``), so the cookie stays dead
+after a restart and on every replica; the cookie is cleared too. The CSRF token of a session
+is an HMAC of its nonce, so a page cannot be made to act without having been served to the
+session first.
+
+The login limit counts failures per client address: the peer, or behind a proxy listed in
+``console.trusted_proxies`` the address that proxy put in ``X-Forwarded-For``. Past the limit,
+wrong tries get 429, but the right token or a valid link still logs in: the operator can never
+be locked out (a token of at least 16 characters cannot be guessed at any rate anyway).
 """
 
 from __future__ import annotations
@@ -16,9 +22,14 @@ import hmac
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
 from typing import Final
+
+from bot.ports import Store
+from bot.ports.console_sessions import console_sessions_of
 
 COOKIE_NAME: Final = "switchboard_console"
 COOKIE_PATH: Final = "/console"
@@ -51,7 +62,6 @@ class SessionSigner:
     def __init__(self, token: str, clock: Callable[[], float] = time.time) -> None:
         self._key = hashlib.sha256(_KEY_CONTEXT + token.encode()).digest()
         self._clock = clock
-        self._revoked: dict[str, float] = {}
 
     def issue(self, name: str, ttl_s: float) -> tuple[Session, str]:
         session = Session(
@@ -73,7 +83,7 @@ class SessionSigner:
         if len(parts) != 4 or parts[0] != _VERSION or not parts[2].isdigit():
             return None
         expires_at = float(parts[2])
-        if expires_at <= self._clock() or parts[3] in self._revoked:
+        if expires_at <= self._clock():
             return None
         padded = parts[1] + "=" * (-len(parts[1]) % 4)
         try:
@@ -81,11 +91,6 @@ class SessionSigner:
         except (ValueError, UnicodeDecodeError):
             return None
         return Session(name=name, nonce=parts[3], expires_at=expires_at)
-
-    def revoke(self, session: Session) -> None:
-        now = self._clock()
-        self._revoked = {n: at for n, at in self._revoked.items() if at > now}
-        self._revoked[session.nonce] = session.expires_at
 
     def csrf_token(self, session: Session) -> str:
         return self._sign(f"csrf:{session.nonce}")
@@ -95,6 +100,59 @@ class SessionSigner:
 
     def _sign(self, text: str) -> str:
         return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()[:43]
+
+
+class Revocations:
+    """Logged-out sessions: in the store when it keeps them (``bot.ports.console_sessions``:
+    every replica, every restart), and in this process for a quick answer."""
+
+    def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
+        self._table = console_sessions_of(store)
+        self._clock = clock
+        self._local: dict[str, float] = {}
+
+    async def revoke(self, session: Session) -> None:
+        now = self._clock()
+        self._local = {n: at for n, at in self._local.items() if at > now}
+        self._local[session.nonce] = session.expires_at
+        if self._table is not None:
+            await self._table.revoke(session.nonce, _utc(session.expires_at), _utc(now))
+
+    async def revoked(self, session: Session) -> bool:
+        if session.nonce in self._local:
+            return True
+        return self._table is not None and await self._table.revoked(session.nonce)
+
+
+def _utc(at: float) -> datetime:
+    return datetime.fromtimestamp(at, UTC)
+
+
+def client_address(remote: str | None, forwarded_for: str | None, trusted: Sequence[str]) -> str:
+    """Who sent a request: the peer, or, when the peer is a trusted proxy, the nearest address
+    in ``X-Forwarded-For`` that is not a trusted proxy (read from the right: what lies left
+    of the proxies' own entries is whatever the client claimed). Always an IP address in
+    canonical form, or ``?``, so it is safe to log."""
+    networks = [ip_network(item, strict=False) for item in trusted]
+    peer = _address(remote)
+    if peer is None:
+        return "?"
+    if not forwarded_for or not any(peer in network for network in networks):
+        return str(peer)
+    for hop in reversed(forwarded_for.split(",")):
+        address = _address(hop.strip())
+        if address is None:
+            break
+        if not any(address in network for network in networks):
+            return str(address)
+    return str(peer)
+
+
+def _address(text: str | None) -> IPv4Address | IPv6Address | None:
+    try:
+        return ip_address(text or "")
+    except ValueError:
+        return None
 
 
 class LoginLimiter:

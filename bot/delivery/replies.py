@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from bot.delivery.chunking import measure, split_markdown
+from bot.delivery.files import FileRefused, size_beneath
 from bot.messages import (
     ConversationKey,
     Delivery,
@@ -29,7 +30,7 @@ from bot.messages import (
 )
 from bot.ports import ChannelCapabilities, PresentedFile
 from bot.records import OutboxItem
-from bot.workspace import ThreadWorkspace
+from bot.workspace import PathEscape, ThreadWorkspace
 
 MAX_CHUNKS_INLINE = 5
 SUMMARY_CHARS = 600
@@ -180,19 +181,21 @@ def plan_files(
     workspace: ThreadWorkspace,
     caps: ChannelCapabilities,
 ) -> tuple[list[Delivery], list[str]]:
-    """Files to upload, and notes for files that cannot be sent (outside, missing, too big)."""
+    """Files to upload, and notes for files that cannot be sent (outside, missing, a link or
+    not a regular file, too big). A row records the file's path with no link in it and its
+    size: each send attempt re-checks both (``bot.delivery.files.read_outbound``)."""
     uploads: list[Delivery] = []
     notes: list[str] = []
     seen: set[Path] = set()
     for presented in files:
-        path = presented.path.resolve()
+        checked = _regular_in_outputs(workspace, presented.path)
+        if checked is None:
+            notes.append(f"`{presented.name}` could not be sent: it is not a file in outputs/.")
+            continue
+        path, size = checked
         if path in seen:
             continue
         seen.add(path)
-        if not workspace.in_outputs(path) or not path.is_file():
-            notes.append(f"`{presented.name}` could not be sent: it is not a file in outputs/.")
-            continue
-        size = path.stat().st_size
         if size > caps.max_file_bytes:
             notes.append(
                 f"`{presented.name}` is too large to send here ({_mb(size)}; "
@@ -210,6 +213,17 @@ def plan_files(
             )
         )
     return uploads, notes
+
+
+def _regular_in_outputs(workspace: ThreadWorkspace, path: Path) -> tuple[Path, int] | None:
+    """The path (no link in it) and size of a regular file in ``outputs/``, else ``None``."""
+    try:
+        parts = workspace.locate(str(path))
+        if parts[:1] != ("outputs",):
+            return None
+        return workspace.root.joinpath(*parts), size_beneath(workspace.root, parts)
+    except (PathEscape, FileRefused):
+        return None
 
 
 def _mb(size: int) -> str:

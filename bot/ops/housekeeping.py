@@ -1,4 +1,5 @@
-"""Periodic housekeeping: expire unanswered questions, prune the inbound journal."""
+"""Periodic housekeeping: expire unanswered questions, prune the inbound journal and the
+files kept for pushes whose delivery is finished."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from bot.config.settings import Settings
 from bot.delivery.outbox import Outbox
 from bot.hub import ChannelHub
 from bot.messages import utc_now
+from bot.ops.push_spool import prune_push_spool
 from bot.pipeline.clarifications import Clarifications
 from bot.ports import Store
 from bot.records import OutboxItem
@@ -43,6 +45,7 @@ class Housekeeping:
                 await self.expire_questions()
                 if sweeps % PRUNE_EVERY_SWEEPS == 0:
                     await self.prune_journal()
+                    await self.prune_push_files()
             except Exception:
                 logger.exception("housekeeping failed")
             sweeps += 1
@@ -70,3 +73,12 @@ class Housekeeping:
         if removed:
             logger.info("pruned %d journal rows older than %d days", removed, days)
         return removed
+
+    async def prune_push_files(self) -> int:
+        """Remove ``<workspace_dir>/pushes/<id>/`` of deliveries sent, purged, or dead for
+        longer than the journal is kept (``bot.ops.push_spool``)."""
+        settings = self._settings()
+        retention = timedelta(days=settings.daemon.journal_retention_days)
+        return await prune_push_spool(
+            self._store, settings.workspace_root, retention=retention, now=utc_now()
+        )

@@ -7,6 +7,8 @@ webhook shares one listener on ``http.host:port``.
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import json
 import logging
 from collections.abc import Sequence
@@ -16,15 +18,20 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot.config.settings import HttpSettings
-from bot.errors import StoreError
+from bot.errors import BotError, StoreError
 from bot.hub import ChannelState
 from bot.metrics import Counters
+from bot.ops.http_guard import AcceptErrors, ConnectionGuard
 from bot.ops.push_api import PushApi
 from bot.ops.readiness import Readiness
 from bot.ports import WebhookHandler
 from bot.records import Replica
 
 logger = logging.getLogger(__name__)
+
+
+class ListenError(BotError):
+    """The HTTP address cannot be listened on (taken, not this host's): exit status 75."""
 
 
 class HttpMount(Protocol):
@@ -81,7 +88,12 @@ class HttpServer:
         self._hub = readiness.hub
         self._store = readiness.store
         self._counters = counters
-        self._app = web.Application()
+        self._guard = ConnectionGuard(
+            max_connections=settings.max_connections,
+            header_timeout_s=settings.header_timeout_s,
+            body_timeout_s=settings.body_timeout_s,
+        )
+        self._app = web.Application(middlewares=[self._guard.middleware])
         self._app.router.add_get("/healthz", self._healthz)
         self._app.router.add_get("/readyz", self._readyz)
         self._app.router.add_get("/metrics", self._metrics)
@@ -92,6 +104,8 @@ class HttpServer:
             extra.mount(self._app)
         self._app.router.add_post("/{path:.*}", self._webhook)
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
+        self._accept_errors: AcceptErrors | None = None
         self.port: int | None = None
 
     async def start(self) -> None:
@@ -99,18 +113,42 @@ class HttpServer:
             if self._routes.posts:
                 logger.warning("http is disabled, so channel webhooks cannot receive anything")
             return
-        self._runner = web.AppRunner(self._app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self._settings.host, self._settings.port)
-        await site.start()
-        addresses = self._runner.addresses
-        self.port = int(addresses[0][1]) if addresses else self._settings.port
-        logger.info("http listening on %s:%s", self._settings.host, self.port)
+        host, port = self._settings.host, self._settings.port
+        # The keep-alive timer also bounds every later request head on a connection.
+        runner = web.AppRunner(
+            self._app, access_log=None, keepalive_timeout=self._settings.header_timeout_s
+        )
+        await runner.setup()
+        self._runner = runner
+        server = runner.server
+        if server is None:  # pragma: no cover - setup() made it
+            raise RuntimeError("aiohttp's runner has no server after setup()")
+        loop = asyncio.get_running_loop()
+        try:
+            self._listener = await loop.create_server(
+                self._guard.wrap(server), host, port, backlog=128, reuse_address=True
+            )
+        except OSError as exc:
+            await self.aclose()
+            raise ListenError(f"http: cannot listen on {host}:{port}: {_reason(exc)}") from None
+        self._accept_errors = AcceptErrors(loop)
+        self._accept_errors.install()
+        sockets = self._listener.sockets
+        self.port = int(sockets[0].getsockname()[1]) if sockets else port
+        logger.info("http listening on %s:%s", host, self.port)
 
     async def aclose(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if listener is not None:
+            await listener.wait_closed()
+        if self._accept_errors is not None:
+            self._accept_errors.uninstall()
+            self._accept_errors = None
 
     async def _refresh_gauges(self) -> None:
         """Gauges that mirror state held elsewhere are read when scraped."""
@@ -158,3 +196,10 @@ class HttpServer:
         await self._refresh_gauges()
         payload = generate_latest(self._counters.registry)
         return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _reason(exc: OSError) -> str:
+    """``address already in use``, not the whole ``OSError`` with its errno tuple."""
+    if exc.errno == errno.EADDRINUSE:
+        return "address already in use"
+    return (exc.strerror or str(exc)).lower()

@@ -1,7 +1,7 @@
 """Single-instance guard: an exclusive ``flock`` on ``state_dir/switchboard.lock`` (design §11).
 
 The kernel releases the lock when the process exits, even after ``kill -9``, so a stale
-lock file never blocks a restart.
+lock file never blocks a restart. Its folder and file are created private (0700, 0600).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 
 from bot.errors import InstanceLocked
+from bot.ops.private_files import PRIVATE_FILE_MODE, make_private_dirs
 
 LOCK_FILE_NAME = "switchboard.lock"
 
@@ -22,8 +23,8 @@ class InstanceLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        make_private_dirs(self.path.parent)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -3,7 +3,9 @@
 
 Off unless ``http.push_api.enabled``. The token is compared in constant time; a request
 without it, or with another, gets 401 and ``WWW-Authenticate: Bearer``. Bodies are read up to
-``max_body_bytes`` (413 beyond). A bad body gets 400 naming each field at fault. An accepted
+``max_body_bytes`` (413 beyond), as JSON or as a ``multipart/form-data`` upload
+(``push_form``). A token past ``rate_per_minute`` (after ``rate_burst``) gets 429 with
+``Retry-After``. A bad body gets 400 naming each field at fault. An accepted
 push answers 202 with its delivery id once it is recorded: what happens after is the
 outbox's (and, for ``run_agent``, the pipeline's), and ``GET`` tells.
 """
@@ -13,6 +15,9 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import math
+import time
+from collections.abc import Callable
 from typing import Final
 
 from aiohttp import web
@@ -22,6 +27,8 @@ from bot.config.settings import PushApiSettings
 from bot.errors import StoreError
 from bot.metrics import PushMetrics
 from bot.ops.push_body import PushRequestBody, checked_key, field_problems
+from bot.ops.push_form import FORM_TYPE, FormProblem, form_body
+from bot.ops.push_rate import PushRate
 from bot.pipeline.proactive import Pusher
 from bot.pipeline.push_status import DeliveryReport, delivery_report
 from bot.pipeline.push_types import PushProblem, PushReceipt, PushRefused
@@ -45,12 +52,19 @@ JsonObject = dict[str, object]
 
 class PushApi:
     def __init__(
-        self, settings: PushApiSettings, pusher: Pusher, store: Store, metrics: PushMetrics
+        self,
+        settings: PushApiSettings,
+        pusher: Pusher,
+        store: Store,
+        metrics: PushMetrics,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings
         self._pusher = pusher
         self._store = store
         self._metrics = metrics
+        self._rate = PushRate(settings.rate_per_minute, settings.rate_burst, clock)
 
     def mount(self, app: web.Application) -> None:
         """Add the routes (before any catch-all route of the server)."""
@@ -79,23 +93,45 @@ class PushApi:
         self, request: web.Request
     ) -> tuple[PushRequestBody, str | None] | web.Response:
         """The validated body and ``Idempotency-Key``, or the response refusing them."""
-        refusal: tuple[str, web.Response] | None = None
+        refusal: tuple[str, web.Response]
         if not self._authorised(request):
             refusal = "unauthorized", _unauthorised()
-        elif (raw := await _bounded_body(request, self._settings.max_body_bytes)) is None:
-            limit = self._settings.max_body_bytes
-            refusal = "too_large", _error(413, "body", f"the body is larger than {limit} bytes")
+        elif (wait := self._rate.take()) > 0:
+            refusal = "rate_limited", self._rate_limited(wait)
         else:
             try:
-                body = PushRequestBody.model_validate_json(raw)
-                return body, checked_key(request.headers.get("Idempotency-Key"))
+                body = await self._parsed(request)
+                if body is not None:
+                    return body, checked_key(request.headers.get("Idempotency-Key"))
+                limit = self._settings.max_body_bytes
+                refusal = "too_large", _error(413, "body", f"the body is larger than {limit} bytes")
             except ValidationError as exc:
                 fields = field_problems(exc)
                 refusal = "invalid", _json(400, {"error": "invalid request", "fields": fields})
+            except FormProblem as exc:
+                refusal = "invalid", _error(400, "body", str(exc))
             except ValueError as exc:
                 refusal = "invalid", _error(400, "Idempotency-Key", str(exc))
         self._metrics.count(UNKNOWN_KIND, refusal[0])
         return refusal[1]
+
+    async def _parsed(self, request: web.Request) -> PushRequestBody | None:
+        """JSON, or a ``multipart/form-data`` upload; ``None`` past ``max_body_bytes``."""
+        limit = self._settings.max_body_bytes
+        if request.content_type == FORM_TYPE:
+            return await form_body(request, limit)
+        raw = await _bounded_body(request, limit)
+        return None if raw is None else PushRequestBody.model_validate_json(raw)
+
+    def _rate_limited(self, wait: float) -> web.Response:
+        settings = self._settings
+        message = (
+            f"too many pushes: at most {settings.rate_per_minute} a minute after a burst of"
+            f" {settings.rate_burst} (http.push_api.rate_per_minute, rate_burst); retry later"
+        )
+        response = _error(429, "rate", message)
+        response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+        return response
 
     async def _get(self, request: web.Request) -> web.Response:
         if not self._authorised(request):

@@ -29,7 +29,8 @@ class _Body(BaseModel):
 
 
 class FileBody(_Body):
-    """A file on the daemon's disk (``path``, absolute) or its bytes (``content_base64``)."""
+    """A file on the daemon's disk (``path``, absolute, under ``http.push_api.file_roots``:
+    checked when the push is recorded) or its bytes (``content_base64``)."""
 
     path: str | None = None
     content_base64: str | None = None

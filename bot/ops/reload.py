@@ -19,7 +19,7 @@ from bot.config.loader import load_settings
 from bot.config.settings import Settings
 from bot.errors import ConfigError
 from bot.hub import ChannelHub
-from bot.ops.logs import set_level
+from bot.ops.logs import apply_settings as apply_log_settings
 from bot.ops.sdnotify import SystemdNotifier, channel_summary
 from bot.ports import AuditLog
 
@@ -77,7 +77,7 @@ class Reloader:
         old = self._daemon.settings
         notes = _restart_notes(old, fresh)
         self._daemon.settings = fresh
-        set_level(fresh.log.level)
+        apply_log_settings(fresh)
         applied = await self._daemon.apply_channel_changes(old, fresh)
         summary = "; ".join([*applied, *(f"needs restart: {note}" for note in notes)])
         await self._audit.record(actor, "reload", summary or "applied")

@@ -23,6 +23,7 @@ from bot.errors import AuthFailed
 from bot.hub import ChannelHub, ChannelState
 from bot.ops.channel_calls import Deadlines, close_within, start_within
 from bot.ports import Channel, Publish
+from bot.text.escape import bound, escape_controls
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +117,45 @@ class Fleet:
         self._tasks.clear()
 
 
+class Outage:
+    """The log of one channel failing to start: the traceback once, at the first failure,
+    then one line per retry, and one line when it connects again (not ~100 lines a retry)."""
+
+    def __init__(self, name: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self._name = name
+        self._clock = clock
+        self._since: float | None = None
+        self._tries = 0
+
+    def failed(self, exc: Exception, delay: float) -> None:
+        self._tries += 1
+        error = short_error(exc)
+        if self._since is None:
+            self._since = self._clock()
+            logger.error(
+                "channel %s failed to start: %s; retrying in %.1fs",
+                self._name, error, delay, exc_info=exc,
+            )  # fmt: skip
+            return
+        logger.warning(
+            "channel %s failed to start again (try %d): %s; retrying in %.1fs",
+            self._name, self._tries, error, delay,
+        )  # fmt: skip
+
+    def ended(self) -> None:
+        if self._since is not None:
+            took = self._clock() - self._since
+            logger.info(
+                "channel %s connected again after %d tries / %.1fs", self._name, self._tries, took
+            )
+        self._since, self._tries = None, 0
+
+
+def short_error(exc: BaseException, limit: int = 300) -> str:
+    """``Type: message`` on one bounded line, control characters escaped."""
+    return bound(escape_controls(f"{type(exc).__name__}: {exc}"), limit)
+
+
 class ChannelSupervisor:
     def __init__(self, name: str, factory: ChannelFactory, fleet: Fleet) -> None:
         self.name = name
@@ -128,6 +168,7 @@ class ChannelSupervisor:
         self._wake = asyncio.Event()
         self._restart = asyncio.Event()
         self._restarts: deque[float] = deque()
+        self._outage = Outage(name)
         self.settled = asyncio.Event()
         """Set once the channel first runs or is parked (READY waits for every channel)."""
         self.parked = asyncio.Event()
@@ -188,14 +229,15 @@ class ChannelSupervisor:
             await self._park()
             self._restart.set()
             return False
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - top of the channel loop; Outage logs it
             delay = self._policy.backoff.delay(attempt + 1)
-            logger.exception("channel %s failed to start; retrying in %.1fs", self.name, delay)
+            self._outage.failed(exc, delay)
             self._hub.set_state(self.name, ChannelState.RECONNECTING, f"start failed: {exc}")
             await self._close(channel)
             await self._sleep(delay)
             self._restart.set()
             return False
+        self._outage.ended()
         self._hub.set_state(self.name, ChannelState.RUNNING)
         self._hub.reporter(self.name).activity()
         self.settled.set()

@@ -4,10 +4,17 @@ A question is recorded before it is posted, so an answer that races the send sti
 it, and it survives restarts. Answers are matched in this order: a button press, a reply
 to the question message, then the next plain message from the asked user in that chat
 (oldest pending question first) within ``clarification_ttl_s``.
+
+A question is fitted to its platform before it is sent (``bot.delivery.questions``): split
+into parts, its options beyond the buttons the platform takes listed by number. A part the
+platform refuses outright (a dead outbox row) cancels the question and raises
+``QuestionUndelivered``, which ends the turn with a visible failure: nobody waits for the
+answer to a question they never saw.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Collection
@@ -15,9 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot.delivery.progress import OutboxSend
+from bot.delivery.questions import fit_question, shortened
 from bot.delivery.replies import ReplyContext
+from bot.errors import AgentError
 from bot.messages import (
-    Button,
     Destination,
     InboundMessage,
     OutboundKind,
@@ -26,12 +34,19 @@ from bot.messages import (
     utc_now,
 )
 from bot.ports import ChannelCapabilities, ClarificationRequest, Store
-from bot.records import ChatRef, Clarification, ClarificationState
+from bot.records import ChatRef, Clarification, ClarificationState, OutboxItem, OutboxState
 
 logger = logging.getLogger(__name__)
 
 BUTTON_PREFIX = "c"
 NONE_PENDING_MEMORY = 10_000
+EXPIRED_CHARS = 200
+"""How much of an expired question its "expired" edit repeats (it fits any platform)."""
+
+
+class QuestionUndelivered(AgentError):
+    """The platform refused a question's message outright; the question was cancelled. An
+    ``AgentError``, so the turn ends like a failed run: a visible message and a reference."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,13 +65,6 @@ def parse_button_payload(payload: str) -> tuple[str, int] | None:
     if len(parts) != 3 or parts[0] != BUTTON_PREFIX or not parts[2].isdigit():
         return None
     return parts[1], int(parts[2])
-
-
-def question_text(request: ClarificationRequest, *, with_buttons: bool) -> str:
-    if not request.options or with_buttons:
-        return f"❓ {request.question}"
-    numbered = "\n".join(f"{i}. {option}" for i, option in enumerate(request.options, 1))
-    return f"❓ {request.question}\n\n{numbered}\n\n_Reply with a number or your own answer._"
 
 
 class Clarifications:
@@ -114,22 +122,52 @@ class Clarifications:
         await self._store.clarifications.add(clarification)
         key = ctx.key
         self._none_pending.pop((key.channel, key.account_id, key.chat_id, asked_user_id), None)
-        buttons = tuple(
-            Button(label=option, payload=button_payload(clarification.id, index))
-            for index, option in enumerate(request.options)
-        ) if caps.buttons else ()  # fmt: skip
-        delivery = OutboundText(
-            destination=ctx.destination,
-            text=question_text(request, with_buttons=bool(buttons)),
-            kind=OutboundKind.FINAL,
-            reply_to=ctx.reply_to,
-            buttons=buttons,
-        )
-        ref = await send(ctx.tagged("question").item(clarification.id, delivery))
-        if ref is not None and ref.message_ids:
-            await self._store.clarifications.set_question_message(clarification.id, ref.last)
+        await self._post(clarification, request, ctx.tagged("question"), caps, send)
         logger.info("clarification asked id=%s key=%s", clarification.id, ctx.key.describe())
         return clarification
+
+    async def _post(
+        self,
+        clarification: Clarification,
+        request: ClarificationRequest,
+        ctx: ReplyContext,
+        caps: ChannelCapabilities,
+        send: OutboxSend,
+    ) -> None:
+        """Send the fitted question part by part; the last part (with the buttons) is the
+        question message a reply answers, and keeps the key a single-part question had."""
+        payload = functools.partial(button_payload, clarification.id)
+        fitted = fit_question(request.question, request.options, caps, payload)
+        count = len(fitted.parts)
+        for index, text in enumerate(fitted.parts):
+            last = index == count - 1
+            delivery = OutboundText(
+                destination=ctx.destination, text=text, kind=OutboundKind.FINAL,
+                reply_to=ctx.reply_to if index == 0 else None,
+                buttons=fitted.buttons if last else (),
+            )  # fmt: skip
+            item = ctx.item(clarification.id if last else f"{clarification.id}/{index}", delivery)
+            ref = await send(item)
+            if ref is None:
+                await self._unless_refused(clarification, item)
+            elif last and ref.message_ids:
+                await self._store.clarifications.set_question_message(clarification.id, ref.last)
+
+    async def _unless_refused(self, clarification: Clarification, item: OutboxItem) -> None:
+        """A part that was not sent may still go (a retry later); one the platform refused
+        for good cancels the question and ends the turn."""
+        (row,) = await self._store.outbox.enqueue_rows([item])  # the row as it now stands
+        if row.state is not OutboxState.DEAD:
+            return
+        await self._store.clarifications.cancel(clarification.id)
+        logger.warning(
+            "clarification refused id=%s key=%s: %r",
+            clarification.id, clarification.key.describe(), row.last_error or "",
+        )  # fmt: skip
+        raise QuestionUndelivered(
+            "this chat refused to show the question I needed to ask you",
+            detail=f"question {clarification.id} undelivered: {row.last_error}",
+        )
 
     async def match(self, message: InboundMessage, *, is_command: bool) -> Answer | None:
         """The pending question this message answers, claimed atomically; else ``None``."""
@@ -140,6 +178,10 @@ class Clarifications:
         if not await self._store.clarifications.resolve(clarification.id, text):
             return None
         return Answer(clarification=clarification, text=text)
+
+    async def awaits_answer(self, message: InboundMessage) -> bool:
+        """Whether ``message`` would answer a pending question; nothing is claimed."""
+        return await self._candidate(message, is_command=False) is not None
 
     async def _candidate(
         self, message: InboundMessage, *, is_command: bool
@@ -205,6 +247,6 @@ def _expired_edit(clarification: Clarification) -> TextEdit:
     return TextEdit(
         destination=Destination.of(clarification.key, clarification.chat_type),
         message_id=clarification.question_message_id or "",
-        text=f"⌛ ~{clarification.question}~ (this question expired)",
+        text=f"⌛ ~{shortened(clarification.question, EXPIRED_CHARS)}~ (this question expired)",
         kind=OutboundKind.NOTICE,
     )

@@ -4,6 +4,11 @@ An adapter acknowledges its platform event only when this returns an ``ack``-abl
 which happens after the message is in the journal. A platform batch (one Telegram
 ``getUpdates`` answer) goes through ``many``: one journal write for all of it instead of one
 round trip to the store per message.
+
+A message refused because the queue is full is not dropped: it was never journaled nor
+acknowledged, and every adapter leaves such an event unacknowledged (``Admission.ack``), so
+the platform delivers it again (the console and the push API tell their caller). The log says
+"refused" per message, and warns once each time the queue fills up.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ class Intake:
         self._bus = bus
         self._counters = counters
         self._admit = admit
+        self._full = False
+        """The queue refused the last message offered (a fill-up is warned about once)."""
 
     async def __call__(self, message: InboundMessage) -> Admission:
         return await self.publish(message)
@@ -59,6 +66,8 @@ class Intake:
     async def _admit_all(self, offered: Sequence[tuple[InboundMessage, str]]) -> list[Admission]:
         messages = [message for message, _ in offered]
         admitted = self._reserve(messages)
+        if admitted:
+            self._full = False
         refused = self._refusals(messages[len(admitted) :])
         if not admitted:
             return refused
@@ -107,7 +116,24 @@ class Intake:
             return []
         if self._bus.closed:
             return [Admission.CLOSED] * len(messages)
+        if not self._full:
+            self._full = True
+            logger.warning(
+                "inbound queue full (daemon.inbound_queue_size=%d): refusing new messages"
+                " unacknowledged until the router catches up; their platforms redeliver them",
+                self._bus.capacity,
+            )
         for message in messages:
             self._counters.inbound(message.channel, DropReason.QUEUE_FULL)
-            log_drop(message, DropReason.QUEUE_FULL)
+            _log_refused(message)
         return [Admission.QUEUE_FULL] * len(messages)
+
+
+def _log_refused(message: InboundMessage) -> None:
+    """Not ``log_drop``: nothing is lost, the platform delivers the message again."""
+    logger.info(
+        "refused channel=%s chat=%r message=%r user=%r reason=%s: not acknowledged, the"
+        " platform will redeliver it",
+        message.channel, message.chat_id, message.message_id, message.sender.id,
+        DropReason.QUEUE_FULL,
+    )  # fmt: skip

@@ -5,8 +5,10 @@ A push is recorded before it is acknowledged, under a delivery id that is its co
 
 - **text** is planned by the same ``ReplyWriter`` as an agent's answer (split in the
   platform's unit, rendered by the adapter) into outbox rows keyed ``<id>/push/<n>``;
-- **a file** becomes one ``OutboundFile`` row (content sent along is kept under
-  ``<workspace_dir>/pushes/<id>/`` first);
+- **a file** becomes one ``OutboundFile`` row naming its bytes, read once when the push is
+  recorded and kept under ``<workspace_dir>/pushes/<id>/`` (content sent along as it came, a
+  ``path`` only from under ``http.push_api.file_roots``, never ``/proc`` or ``/sys``, opened
+  without following links), so later attempts send what was checked;
 - **run_agent** journals a prompt (``MessageOrigin.OPERATOR``, message id = the delivery id)
   and puts it on the bus as intake does, so the router, lanes and turns run it in the named
   conversation's thread and its answer goes through the outbox under the same id.
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from bot.config.settings import Settings
+from bot.delivery.files import NOT_PUBLISHED, FileRefused, FileTooLarge, read_published
 from bot.delivery.push_rows import PUSH_TAG
 from bot.delivery.replies import ReplyContext
 from bot.delivery.writer import Record, ReplyWriter
@@ -64,6 +67,12 @@ from bot.ports.chats import chats_of
 from bot.records import InboundStatus, OutboxItem
 
 logger = logging.getLogger(__name__)
+
+NO_ROOTS = (
+    "no file roots are published (http.push_api.file_roots): send the file's bytes instead"
+    " (content_base64, or a multipart/form-data upload)"
+)
+NOT_PUBLISHED_PATH = f"file.path {NOT_PUBLISHED}"
 
 PICKUP_INTERVAL_S = 1.0
 LATEST_PUSH = "push.latest"
@@ -206,18 +215,22 @@ class Pusher:
         return items
 
     async def _file_items(self, target: _Resolved, push: PushFile) -> list[OutboxItem]:
-        path = push.path
-        if path is None:
-            path = self._deps.settings().workspace_root / "pushes" / target.delivery_id / push.name
-            await asyncio.to_thread(_write_once, path, push.content or b"")
-        size = await asyncio.to_thread(_regular_size, path)
+        """One row naming the push's bytes as kept in the spool: read once here (a path from
+        a published root, or content sent along), so what is sent is what was checked."""
         caps = target.caps
-        if size > caps.max_file_bytes:
+        if push.path is None:
+            content = push.content or b""
+        else:
+            content = await self._published(push, caps)
+        if len(content) > caps.max_file_bytes:
             raise PushRefused(
                 PushProblem.INVALID, "file",
-                f"{push.name} is {size} bytes; {target.address.channel} takes at most"
+                f"{push.name} is {len(content)} bytes; {target.address.channel} takes at most"
                 f" {caps.max_file_bytes}",
             )  # fmt: skip
+        root = self._deps.settings().workspace_root
+        path = await asyncio.to_thread(_spool, root, target.delivery_id, push.name, content)
+        size = len(content)
         items: list[OutboxItem] = []
         writer = await self._writer(target, items)
         mime = mimetypes.guess_type(push.name)[0] or ""
@@ -227,6 +240,20 @@ class Pusher:
             caption=push.caption,
         )  # fmt: skip
         return [writer.ctx.item(0, upload)]
+
+    async def _published(self, push: PushFile, caps: ChannelCapabilities) -> bytes:
+        """The bytes of ``push.path``, from under ``http.push_api.file_roots`` only."""
+        roots = self._deps.settings().http.push_api.file_roots
+        if not roots:
+            raise PushRefused(PushProblem.INVALID, "file.path", NO_ROOTS)
+        limit = caps.max_file_bytes
+        try:
+            return await asyncio.to_thread(read_published, str(push.path), roots, limit)
+        except FileTooLarge:
+            message = f"{push.name} is larger than {limit} bytes, the most this channel takes"
+            raise PushRefused(PushProblem.INVALID, "file", message) from None
+        except FileRefused:
+            raise PushRefused(PushProblem.INVALID, "file.path", NOT_PUBLISHED_PATH) from None
 
     async def _record(self, target: _Resolved, items: list[OutboxItem]) -> bool:
         """Record the rows unless the delivery exists; ``True`` when it did (a repeat)."""
@@ -349,27 +376,21 @@ def _without_account(delivery: Delivery) -> Delivery:
     return dataclasses.replace(delivery, destination=bare)
 
 
-def _write_once(path: Path, content: bytes) -> None:
-    """Keep content sent along; a repeat of the request finds it written already."""
+def _spool(workspace_root: Path, delivery_id: str, name: str, content: bytes) -> Path:
+    """Keep the push's bytes under ``<workspace_dir>/pushes/<id>/`` (a path with no link in
+    it, as ``read_outbound`` wants); a repeat of the request finds them kept already."""
+    path = workspace_root.resolve() / "pushes" / delivery_id / name
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
         temporary = path.with_name(f".{path.name}.part")
         temporary.write_bytes(content)
         temporary.replace(path)
-
-
-def _regular_size(path: Path) -> int:
-    try:
-        info = path.stat()
-    except OSError as exc:
-        raise PushRefused(
-            PushProblem.INVALID, "file.path", f"cannot read {path}: {exc.strerror}"
-        ) from None
-    if not path.is_file():
-        raise PushRefused(PushProblem.INVALID, "file.path", f"{path} is not a regular file")
-    return info.st_size
+    return path
 
 
 def safe_name(name: str) -> str:
-    """A file name without any directory part (content sent along is stored under it)."""
-    return PurePath(name.replace("\\", "/")).name
+    """A file name without any directory part or control characters (content sent along is
+    stored under it); ``file`` when nothing usable is left."""
+    base = PurePath(name.replace("\\", "/")).name
+    cleaned = "".join(char for char in base if char.isprintable())
+    return "file" if cleaned in {"", ".", ".."} else cleaned

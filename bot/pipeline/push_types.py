@@ -49,8 +49,9 @@ class PushText:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PushFile:
-    """A file on the daemon's disk (``path``) or sent along (``content``, kept under
-    ``<workspace_dir>/pushes/<delivery id>/``)."""
+    """A file on the daemon's disk (``path``, read only from under
+    ``http.push_api.file_roots``) or sent along (``content``); either way its bytes are kept
+    under ``<workspace_dir>/pushes/<delivery id>/`` when the push is recorded."""
 
     name: str
     path: Path | None = None

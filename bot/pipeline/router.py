@@ -31,6 +31,7 @@ from bot.metrics import Counters, DropReason, log_drop
 from bot.pipeline.access import AccessControl, Role
 from bot.pipeline.bus import Accepted, BusClosed, InboundBus
 from bot.pipeline.clarifications import Answer, Clarifications
+from bot.pipeline.inbound_bounds import InboundBounds
 from bot.pipeline.lanes import Lanes, SubmitOutcome, TurnRequest
 from bot.pipeline.revisions import RevisionDeps, Revisions
 from bot.pipeline.sessions import Sessions, destination_for
@@ -86,6 +87,7 @@ class Router:
         self._sessions = deps.sessions
         self._lanes = deps.lanes
         self._counters = deps.counters
+        self._bounds = InboundBounds(deps.settings, deps.clarifications, self._addressed)
         self._revisions = Revisions(
             RevisionDeps(
                 settings=deps.settings, store=deps.store, lanes=deps.lanes, outbox=deps.outbox,
@@ -133,6 +135,8 @@ class Router:
         if message.sender.is_bot and self._ignores_bots(message.channel):
             return await self._drop(item, DropReason.FROM_BOT)
         if message.revision is not None:  # an edit or recall of a message (design §21)
+            if refused := await self._refuse_oversize(item, is_command=False):
+                return refused
             self._sessions.heard.revise(message)  # of group chatter kept as context
             return await self._revisions.handle(item)
         parsed = self._parse_command(message)
@@ -144,6 +148,8 @@ class Router:
             if verdict.reply:
                 await self._notice(item, self._sessions.scoped_key(message), verdict.reply)
             return await self._drop(item, verdict.reason or DropReason.NOT_ALLOWED)
+        if refused := await self._refuse_oversize(item, is_command=parsed is not None):
+            return refused
         if parsed is not None:
             return await self._command(item, parsed, role)
         return await self._conversation(item)
@@ -172,6 +178,15 @@ class Router:
             context=heard.take(message),
         )  # fmt: skip
         return await self._submit(item, request)
+
+    async def _refuse_oversize(self, item: Accepted, *, is_command: bool) -> str | None:
+        """Refuse a message over ``max_inbound_chars`` (``inbound_bounds``); ``None``: go on."""
+        oversize = await self._bounds.check(item.message, is_command=is_command)
+        if oversize is None:
+            return None
+        if oversize.reply:
+            await self._notice(item, self._sessions.scoped_key(item.message), oversize.reply)
+        return await self._drop(item, DropReason.TOO_LONG)
 
     async def _taken_over(self, item: Accepted, key: ConversationKey) -> str | None:
         takeover = self._command_env.takeover

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,5 +51,8 @@ async def save_uploads(
 def _write_new(workspace: ThreadWorkspace, name: str, data: bytes) -> Path:
     """Write ``data`` under a name not taken yet (file-system calls: run off the loop)."""
     path = unique_path(workspace.uploads, name)
-    path.write_bytes(data)
+    # 0600 whatever the umask; O_EXCL: never onto a file that appeared since (or a link).
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as file:
+        file.write(data)
     return path

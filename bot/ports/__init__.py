@@ -21,6 +21,7 @@ from bot.ports.agent import (
 from bot.ports.channel import (
     Admission,
     BotIdentity,
+    ButtonLimits,
     Channel,
     ChannelCapabilities,
     ChannelContext,
@@ -52,6 +53,7 @@ __all__ = [
     "AgentEvent",
     "AuditLog",
     "BotIdentity",
+    "ButtonLimits",
     "Channel",
     "ChannelCapabilities",
     "ChannelContext",

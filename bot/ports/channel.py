@@ -157,6 +157,19 @@ class TextUnit(StrEnum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ButtonLimits:
+    """What one message with option buttons (a clarification, design §7) may carry; the kernel
+    fits a question to these, so the adapter only renders it."""
+
+    max_buttons: int = 10
+    """Options beyond this many are listed as numbered text, answered by number."""
+    label_chars: int = 64
+    """A longer option is cut to this with "…" on its button (and listed in full)."""
+    text_limit: int | None = None
+    """The most text above the buttons, in ``text_unit``; ``None``: ``text_limit``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ChannelCapabilities:
     """What a platform can do; the delivery code adapts to these, never to a platform name."""
 
@@ -164,6 +177,8 @@ class ChannelCapabilities:
     text_unit: TextUnit = TextUnit.CHARS
     edits: bool = False
     buttons: bool = False
+    button_limits: ButtonLimits = ButtonLimits()
+    """How many buttons, how long their labels and the text above them (with ``buttons``)."""
     threads: bool = False
     reactions: frozenset[Reaction] = frozenset()
     """The reactions this platform shows; the kernel records no others."""

@@ -188,6 +188,11 @@ class ClarificationStore(Protocol):
 
     async def cancel_for_key(self, key: ConversationKey) -> int: ...
 
+    async def cancel(self, clarification_id: str) -> bool:
+        """Pending -> cancelled (a question the platform refused to show); ``False`` if it
+        was no longer pending."""
+        ...
+
     async def expire_due(self, now: datetime) -> list[Clarification]: ...
 
 

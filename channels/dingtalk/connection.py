@@ -12,7 +12,8 @@ handlers' ``raw_process`` build the acks in the SDK's format.
 - the websocket at ``endpoint?ticket=…``, with protocol pings every ``HEARTBEAT_S``;
 - ``SYSTEM`` ``ping`` is acked with its data echoed; ``disconnect`` is acked, then the socket is
   closed and a new connection opened at once; a dropped socket reconnects with backoff;
-  each is reported to health;
+  each is reported to health; failed reconnects are logged per outage (``OutageLog``: one
+  traceback, then a line a retry, and one when it connects again);
 - every ``CALLBACK`` runs in its own task (so pings are answered while a message is
   journaled) and is acked only when its handler returns, i.e. once the message is recorded; a
   handler that refuses raises, which leaves the callback unacked so DingTalk redelivers it.
@@ -37,6 +38,7 @@ from bot.errors import AuthFailed, ChannelError, SendError
 from bot.ports import ChannelHealth
 from channels.dingtalk.api import request
 from channels.dingtalk.errors import CREDENTIAL_CODES, code_of
+from channels.outage_log import OutageLog
 
 logger = logging.getLogger(__name__)
 
@@ -73,17 +75,21 @@ class StreamLink:
         config: StreamConfig,
         handlers: dict[str, CallbackHandler],
         health: ChannelHealth,
+        *,
+        reconnect: Backoff = RECONNECT,
     ) -> None:
         self._session = session
         self._config = config
         self._handlers = handlers
         self._health = health
+        self._reconnect = reconnect
         self._system = SystemHandler()
         self._events = AckEverything()
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._send_lock = asyncio.Lock()
         self._serving: asyncio.Task[None] | None = None
         self._frames: set[asyncio.Task[None]] = set()
+        self._outage = OutageLog(logger, "dingtalk reconnect")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -153,7 +159,7 @@ class StreamLink:
                     attempt = 0
                 else:
                     attempt += 1
-                    await asyncio.sleep(RECONNECT.delay(attempt))
+                    await asyncio.sleep(self._reconnect.delay(attempt))
             try:
                 self._ws = await self._connect()
             except AuthFailed as exc:
@@ -161,10 +167,12 @@ class StreamLink:
                 return
             except ChannelError as exc:
                 attempt += 1
-                logger.warning("dingtalk reconnect failed: %s", exc)
-                await asyncio.sleep(RECONNECT.delay(attempt))
+                delay = self._reconnect.delay(attempt)
+                self._outage.failed(exc, retry_in=delay)
+                await asyncio.sleep(delay)
                 continue
             attempt = 0
+            self._outage.ended()
             self._health.connected()
 
     async def _read(self, ws: aiohttp.ClientWebSocketResponse) -> str:

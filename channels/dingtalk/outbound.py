@@ -20,11 +20,11 @@ card template, a progress placeholder is an AI card (``cards.py``) that edits st
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
-from pathlib import Path, PurePath
+from pathlib import PurePath
 
+from bot.delivery.files import read_outbound
 from bot.errors import MessageGone, RateLimited, SendError, TargetNotFound
 from bot.messages import (
     ChatType,
@@ -143,7 +143,7 @@ class Outbound:
         return SentRef(message_ids=(reference,))
 
     async def send_file(self, file: OutboundFile) -> SentRef:
-        data = await asyncio.to_thread(Path(file.path).read_bytes)
+        data = await read_outbound(file)
         image = file.is_image and PurePath(file.name).suffix.lower() in IMAGE_SUFFIXES
         media_id = await self._oapi.upload("image" if image else "file", file.name, data)
         if image:

@@ -37,7 +37,15 @@ from typing_extensions import override
 from bot.config.settings import Settings
 from bot.errors import AuthFailed, ChannelError, DownloadError, SendError
 from bot.messages import Attachment, Reaction
-from bot.ports import Admission, BotIdentity, ChannelCapabilities, ChannelContext, Publish, TextUnit
+from bot.ports import (
+    Admission,
+    BotIdentity,
+    ButtonLimits,
+    ChannelCapabilities,
+    ChannelContext,
+    Publish,
+    TextUnit,
+)
 from channels.base import PlatformChannel
 from channels.feishu.api import FeishuApi, Json, TenantToken, new_http
 from channels.feishu.connection import LinkConfig, LongConnection
@@ -45,15 +53,20 @@ from channels.feishu.discovery import discover
 from channels.feishu.inbound import AttachmentRef, BotSelf, CardPress, Decoded, Translator
 from channels.feishu.logs import route_sdk_logs
 from channels.feishu.outbound import Outbound
-from channels.feishu.render import TEXT_LIMIT
+from channels.feishu.render import BUTTON_LABEL_LIMIT, QUESTION_TEXT_LIMIT, TEXT_LIMIT
 from channels.feishu.webhook import WebhookReceiver
 from channels.thread_bridge import ThreadBridge
 
 logger = logging.getLogger(__name__)
 
+QUESTION_BUTTONS = ButtonLimits(
+    max_buttons=20, label_chars=BUTTON_LABEL_LIMIT, text_limit=QUESTION_TEXT_LIMIT
+)
+"""A card's 30 KB holds 4 000 characters (at most 16 KB in the content string) and twenty
+buttons (each well under 1 KB, its label twice), with room to spare."""
 FEISHU_CAPABILITIES = ChannelCapabilities(
     text_limit=TEXT_LIMIT, text_unit=TextUnit.CHARS, edits=True, buttons=True, threads=True,
-    reactions=frozenset(Reaction), typing=False,
+    button_limits=QUESTION_BUTTONS, reactions=frozenset(Reaction), typing=False,
     max_file_bytes=30 * 1024 * 1024, max_image_bytes=10 * 1024 * 1024,
     progress_interval_dm_s=1.0, progress_interval_group_s=1.0, per_chat_interval_s=0.2,
     per_dm_interval_s=0.2, global_rate_per_s=50.0, idempotent_sends=True, deletes=True,

@@ -15,7 +15,7 @@ global is shared: a restarted channel waits for its predecessor to finish.
   a reconnect loop that gave up asks the supervisor for a fresh channel (``failed``), and
   credentials refused while reconnecting park it (``auth_failed``);
 - a ping loop that logs a failing ping with its message, the traceback once per outage
-  (``PingLog``), and that pings work again (the SDK logs through its deprecated ``warn``).
+  (``OutageLog``), and that pings work again (the SDK logs through its deprecated ``warn``).
 
 Stopping (the SDK has no ``stop``): on the SDK's loop, reconnects are switched off and every
 task is cancelled — which ends ``start()`` with ``CancelledError`` — then the thread itself
@@ -49,6 +49,7 @@ from typing_extensions import override
 from bot.errors import ChannelError
 from channels.feishu.discovery import Endpoint, EndpointError, discover_sync
 from channels.feishu.errors import CREDENTIAL_CODES
+from channels.outage_log import OutageLog, short_error
 from channels.thread_bridge import ThreadBridge
 
 logger = logging.getLogger(__name__)
@@ -85,29 +86,6 @@ class Dispatcher(EventDispatcherHandler):  # type: ignore[misc]
         return self._handle(payload)
 
 
-class PingLog:
-    """What the ping loop says: every failing ping with its error, the traceback only for the
-    first of an outage (pings come every two minutes; one outage, one traceback), and the end
-    of an outage."""
-
-    def __init__(self) -> None:
-        self.failures = 0
-
-    def failed(self, exc: Exception) -> None:
-        self.failures += 1
-        if self.failures == 1:
-            logger.warning("feishu ping failed: %s: %s", type(exc).__name__, exc, exc_info=exc)
-            return
-        logger.warning(
-            "feishu ping failed (%d in a row): %s: %s", self.failures, type(exc).__name__, exc
-        )
-
-    def sent(self) -> None:
-        if self.failures:
-            logger.info("feishu pings work again after %d failure(s)", self.failures)
-            self.failures = 0
-
-
 class SdkClient(ws_client.Client):  # type: ignore[misc]
     def __init__(self, link: LongConnection, config: LinkConfig, first: Endpoint) -> None:
         level = LogLevel.DEBUG if config.debug else LogLevel.WARNING
@@ -118,7 +96,7 @@ class SdkClient(ws_client.Client):  # type: ignore[misc]
         self._link = link
         self._config = config
         self._first: Endpoint | None = first
-        self.pings = PingLog()
+        self.pings = OutageLog(logger, "feishu ping")
 
     @override
     def _get_conn_url(self) -> str:
@@ -168,9 +146,9 @@ class SdkClient(ws_client.Client):  # type: ignore[misc]
                 if self._conn is not None:
                     frame = ws_client._new_ping_frame(int(self._service_id))
                     await self._write_message(frame.SerializeToString())
-                    self.pings.sent()
+                    self.pings.ended()
             except Exception as exc:  # noqa: BLE001 - the next ping tries again
-                self.pings.failed(exc)
+                self.pings.failed(exc, retry_in=self._ping_interval)
             await asyncio.sleep(self._ping_interval)
 
 
@@ -250,8 +228,8 @@ class LongConnection:
             return
         if self._closing:
             return
-        reason = f"reconnecting failed: {type(exc).__name__}: {exc}"
-        logger.warning("feishu %s", reason)
+        reason = f"reconnecting failed: {short_error(exc)}"
+        logger.warning("feishu %s", reason)  # once: the supervisor restarts the channel
         if isinstance(exc, ClientException) and exc.code in CREDENTIAL_CODES:
             self.bridge.auth_failed(reason)
         else:

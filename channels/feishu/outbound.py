@@ -30,9 +30,10 @@ import hashlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path, PurePath
+from pathlib import PurePath
 
 from bot.delivery.bounded import RecentMap, RecentSet
+from bot.delivery.files import read_outbound
 from bot.errors import InvalidRequest, MessageGone, SendError, TransientSendError
 from bot.messages import (
     Button,
@@ -264,10 +265,7 @@ class Outbound:
     # ------------------------------------------------------------------ files
 
     async def send_file(self, file: OutboundFile) -> SentRef:
-        try:
-            data = await asyncio.to_thread(Path(file.path).read_bytes)
-        except OSError as exc:
-            raise InvalidRequest(f"{file.name} cannot be read: {exc.strerror or exc}") from exc
+        data = await read_outbound(file)
         content = await self._upload(file, data)
         uuid = message_uuid(file.dedupe_key)
         ids = [await self._send(file.destination, file.reply_to, content, uuid)]

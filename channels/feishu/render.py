@@ -34,6 +34,8 @@ from channels.feishu.api import dumps
 Json = dict[str, Any]
 
 TEXT_LIMIT = 7_000
+QUESTION_TEXT_LIMIT = 4_000
+"""The text above a question's buttons: the buttons take room in the same 30 KB card."""
 CONTENT_LIMIT = 30 * 1024
 ELEMENT_ID = "sb_answer"
 VALUE_KEY = "switchboard"

@@ -2,9 +2,12 @@
 
 Checked here on the daemon loop, without the SDK's synchronous dispatcher:
 
-- with an ``encrypt_key``, the body ``{"encrypt": …}`` is decrypted with lark-oapi's
-  ``AESCipher`` and the signature ``X-Lark-Signature = sha256(timestamp + nonce + key + body)``
-  must match (401 otherwise; Feishu's URL check is not signed);
+- with an ``encrypt_key``, the signature ``X-Lark-Signature = sha256(timestamp + nonce + key +
+  body)`` is checked on the raw body before anything parses it (401 otherwise), then the body
+  ``{"encrypt": …}`` is decrypted with lark-oapi's ``AESCipher``; only Feishu's URL check
+  comes unsigned, and nothing else unsigned is taken;
+- the JSON may nest at most ``channels.webhook_json.MAX_DEPTH`` levels (400 otherwise, one log
+  line, never a traceback);
 - the verification token (``header.token``, or ``token`` for the URL check) must match (401);
 - ``url_verification`` is answered with its ``challenge``.
 
@@ -16,13 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 from lark_oapi.core.utils import AESCipher  # type: ignore[import-untyped]
+
+from channels.webhook_json import BadBody, json_object
 
 logger = logging.getLogger(__name__)
 
@@ -47,17 +51,24 @@ class WebhookReceiver:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         try:
+            signed = self._key != "" and SIGNATURE in request.headers
+            if signed:
+                self._check_signature(request, body)  # on the raw body, before any parsing
             payload, encrypted = self._open(body)
             if payload.get("type") == "url_verification":
                 self._check_token(payload.get("token"))
                 return web.json_response({"challenge": payload.get("challenge")})
-            if encrypted or self._key:
-                self._check_signature(request, body)
-            self._check_token((payload.get("header") or {}).get("token", payload.get("token")))
+            _require_signed(signed=signed, needed=encrypted or self._key != "")
+            header = payload.get("header")
+            fallback = payload.get("token")
+            self._check_token(
+                header.get("token", fallback) if isinstance(header, dict) else fallback
+            )
         except Refused as exc:
             logger.warning("feishu webhook call refused: %s", exc)
             return web.Response(status=401)
-        except ValueError:
+        except BadBody as exc:
+            logger.warning("feishu webhook call refused: %s", exc)
             return web.Response(status=400)
         try:
             acked, answer = await self._handle(payload)
@@ -93,8 +104,10 @@ class WebhookReceiver:
             raise Refused("wrong verification token")
 
 
+def _require_signed(*, signed: bool, needed: bool) -> None:
+    if needed and not signed:
+        raise Refused("an unsigned event")
+
+
 def _object(raw: bytes) -> Json:
-    data = json.loads(raw)
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")  # noqa: TRY004 - answered as a bad request
-    return data
+    return json_object(raw)

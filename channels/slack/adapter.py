@@ -44,7 +44,7 @@ from typing_extensions import override
 from bot.config.settings import Settings
 from bot.errors import AuthFailed, ChannelError, DownloadError, SendError
 from bot.messages import Attachment, Reaction
-from bot.ports import BotIdentity, ChannelCapabilities, ChannelContext, Publish
+from bot.ports import BotIdentity, ButtonLimits, ChannelCapabilities, ChannelContext, Publish
 from channels.base import PlatformChannel
 from channels.slack.connection import LinkOptions, LinkWebClient, SocketLink, open_url
 from channels.slack.downloads import FileAccess, fetch
@@ -53,13 +53,17 @@ from channels.slack.events import Listeners
 from channels.slack.inbound import BotSelf, ChoiceClick, InboundRules, Translator
 from channels.slack.markup import UserNames
 from channels.slack.outbound import Outbound
+from channels.slack.render import BUTTON_LABEL_LIMIT, BUTTONS_PER_BLOCK
+from channels.slack.webhook import SignedRequests
 
 logger = logging.getLogger(__name__)
 
 FILE_LIMIT = 100 * 1024 * 1024
+QUESTION_BUTTONS = ButtonLimits(max_buttons=BUTTONS_PER_BLOCK, label_chars=BUTTON_LABEL_LIMIT)
+"""One ``actions`` block (25 elements) of buttons whose text Slack takes (75 characters)."""
 SLACK_CAPABILITIES = ChannelCapabilities(
     text_limit=12_000, edits=True, buttons=True, threads=True, typing=False, deletes=True,
-    reactions=frozenset(Reaction),
+    reactions=frozenset(Reaction), button_limits=QUESTION_BUTTONS,
     max_file_bytes=FILE_LIMIT, max_image_bytes=FILE_LIMIT, progress_interval_dm_s=1.0,
     progress_interval_group_s=1.0, per_chat_interval_s=1.0, per_dm_interval_s=1.0,
 )  # fmt: skip
@@ -116,6 +120,7 @@ class SlackChannel(PlatformChannel[Outbound]):
         else:
             secret = self._required(block.signing_secret, "channels.slack.signing_secret")
             self._signing_secret = secret
+        self._signed = None if self._socket else SignedRequests(self._signing_secret)
         proxy = proxy_for(block.api_base_url)
         self._access = FileAccess(token=bot_token, api_base_url=block.api_base_url, proxy=proxy)
         self._options = LinkOptions(
@@ -233,6 +238,11 @@ class SlackChannel(PlatformChannel[Outbound]):
     async def _on_http(self, request: web.Request) -> web.StreamResponse:
         """The Events/interactivity/commands endpoint. During a start the call waits for
         intake to open (Slack allows 3 s); 503 when it cannot be taken, so Slack retries."""
+        if self._signed is None:  # pragma: no cover - the route exists in http mode only
+            return web.Response(status=404)
+        refused = self._signed.refusal(await request.read(), dict(request.headers))
+        if refused is not None:
+            return refused  # before bolt parses anything (``webhook.py``)
         ready = await self._intake_ready(HTTP_START_WAIT_S)
         app = self._app
         if app is None or not ready:

@@ -20,7 +20,9 @@ What it lacks, added here:
   ``last_ping_pong_time``); ``hello`` means connected, ``disconnect``/close/loss means
   reconnecting;
 - **prompt reconnects** after a socket drops without a close frame, which the SDK would only
-  notice on its next monitor tick: a one-second watchdog asks the SDK to reconnect.
+  notice on its next monitor tick: a one-second watchdog asks the SDK to reconnect. Its
+  failures are logged per outage (``OutageLog``): the traceback once, then a line a retry
+  naming the error and the backoff, and a line when ``hello`` comes again.
 
 The handler is built inside the running loop (its client opens an aiohttp session and a task
 in ``__init__``) and driven with ``connect_async``/``close_async``, never ``start_async``.
@@ -47,6 +49,7 @@ from bot.backoff import Backoff
 from bot.errors import AuthFailed, ChannelError, SendError, SendErrorKind, TransientSendError
 from bot.lifecycle import cancel_and_wait
 from bot.ports import ChannelHealth
+from channels.outage_log import OutageLog
 from channels.slack.errors import translate
 
 logger = logging.getLogger(__name__)
@@ -64,11 +67,16 @@ class LinkWebClient(AsyncWebClient):
     through here, so failures are classified, reported and paced.
     """
 
-    def __init__(self, *, health: ChannelHealth, **kwargs: Any) -> None:
+    def __init__(
+        self, *, health: ChannelHealth, backoff: Backoff = RECONNECT_BACKOFF, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self._health = health
+        self._backoff = backoff
         self._failures = 0
         self._refused = False
+        self.retry_in_s = 0.0
+        """The pause before the next ``apps.connections.open`` (0 after one that worked)."""
         self.closing = asyncio.Event()
 
     @override
@@ -85,6 +93,7 @@ class LinkWebClient(AsyncWebClient):
             raise
         self._failures = 0
         self._refused = False
+        self.retry_in_s = 0.0
         return response
 
     def _failed(self, error: SendError) -> None:
@@ -94,12 +103,12 @@ class LinkWebClient(AsyncWebClient):
             self._health.auth_failed(f"apps.connections.open: {error}")
         elif error.kind is not SendErrorKind.RATE_LIMITED:
             self._health.disconnected(f"apps.connections.open: {error}")
+        self.retry_in_s = AUTH_RETRY_S if self._refused else self._backoff.delay(self._failures)
 
     async def _pause(self) -> None:
-        delay = AUTH_RETRY_S if self._refused else RECONNECT_BACKOFF.delay(self._failures)
-        logger.info("slack: reconnecting in %.1fs", delay)
+        logger.debug("slack: reconnecting in %.1fs", self.retry_in_s)  # the watchdog logs it
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(delay):
+            async with asyncio.timeout(self.retry_in_s):
                 await self.closing.wait()
         if self.closing.is_set():
             raise ChannelError("the Slack channel is closing")
@@ -124,6 +133,7 @@ class LinkOptions:
     app_token: str
     ping_interval_s: float
     proxy: str | None
+    watch_interval_s: float = WATCH_INTERVAL_S
 
 
 class SocketLink:
@@ -138,9 +148,11 @@ class SocketLink:
         self._health = health
         self._ping_interval_s = options.ping_interval_s
         self._proxy = options.proxy
+        self._watch_interval_s = options.watch_interval_s
         self._handler: AsyncSocketModeHandler | None = None
         self._watchdog: asyncio.Task[None] | None = None
         self._up = False
+        self._outage = OutageLog(logger, "slack reconnect")
 
     async def open(self) -> None:
         """Connect; raises ``AuthFailed`` or ``ChannelError`` (after cleaning up) on failure."""
@@ -193,6 +205,7 @@ class SocketLink:
 
     def _report(self, *, up: bool, reason: str) -> None:
         if up:
+            self._outage.ended()
             self._health.connected()
         elif self._up:
             self._health.disconnected(reason)
@@ -202,7 +215,7 @@ class SocketLink:
         """Report pongs as activity and reconnect a socket that died without a close frame."""
         last_pong: float | None = None
         while True:
-            await asyncio.sleep(WATCH_INTERVAL_S)
+            await asyncio.sleep(self._watch_interval_s)
             handler = self._handler
             if handler is None:
                 return
@@ -217,5 +230,6 @@ class SocketLink:
             if not client.connect_operation_lock.locked():
                 try:
                     await client.connect_to_new_endpoint()
-                except Exception:  # the SDK's own monitor retries too
-                    logger.warning("reconnect failed; retrying", exc_info=True)
+                except Exception as exc:  # noqa: BLE001 - logged; the next tick retries
+                    retry_in = self._web.retry_in_s or self._watch_interval_s
+                    self._outage.failed(exc, retry_in=retry_in)

@@ -15,16 +15,15 @@ finished message shows only the outcome.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery.bounded import RecentMap
+from bot.delivery.files import read_outbound
 from bot.errors import InvalidRequest, MessageGone, SendError
 from bot.messages import (
     Button,
@@ -40,7 +39,8 @@ from bot.messages import (
 )
 from channels.slack.errors import error_code, sdk_errors
 from channels.slack.inbound import ChoiceClick
-from channels.slack.render import Payload, Rung, chosen_blocks, escape, render
+from channels.slack.mrkdwn import escape
+from channels.slack.render import Payload, Rung, chosen_blocks, render_async
 
 logger = logging.getLogger(__name__)
 
@@ -114,12 +114,12 @@ class Outbound:
         rungs = rungs_for(mode)
         for rung in rungs[:-1]:
             try:
-                return await call(render(text, rung, buttons))
+                return await call(await render_async(text, rung, buttons))
             except InvalidRequest as exc:
                 if isinstance(exc, MessageGone):
                     raise
                 logger.info("slack rejected the %s rendering (%s); trying a simpler one", rung, exc)
-        return await call(render(text, rungs[-1], buttons))
+        return await call(await render_async(text, rungs[-1], buttons))
 
     async def react(self, mark: ReactionMark) -> None:
         """Reactions on a real message ``ts``; button and command ids are not messages."""
@@ -148,7 +148,7 @@ class Outbound:
         """Slack has no typing indicator for bots."""
 
     async def send_file(self, file: OutboundFile) -> SentRef:
-        data = await asyncio.to_thread(Path(file.path).read_bytes)
+        data = await read_outbound(file)
         dest = file.destination
         with sdk_errors():
             response = await self._web.files_upload_v2(

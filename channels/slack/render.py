@@ -5,25 +5,27 @@ Three rungs, best first:
 1. ``MARKDOWN`` — Slack's ``markdown`` block, which renders standard Markdown (headings,
    tables, fenced code) natively; up to 12 000 characters per message, which is why the
    adapter tells the kernel ``text_limit=12000`` and lets it split longer answers.
-2. ``MRKDWN`` — the same text converted to Slack's older mrkdwn dialect (``markdown-to-mrkdwn``)
-   for workspaces or clients that refuse the ``markdown`` block.
+2. ``MRKDWN`` — the same text converted to Slack's older mrkdwn dialect (``mrkdwn.py``, linear
+   time) for workspaces or clients that refuse the ``markdown`` block.
 3. ``PLAIN`` — the text as is, escaped, with formatting off (``RenderMode.PLAIN``; streaming
    placeholders always use it).
 
 The adapter walks rungs 1 → 2 itself when Slack answers ``invalid_blocks``; the kernel asks
 for rung 3 when both fail. Every payload carries a ``text`` fallback (notifications, clients
 without blocks). Buttons become ``actions`` blocks whose ``value`` is the kernel's payload.
+``render_async`` converts a chunk for rung 2 in a worker thread: tens of milliseconds for the
+worst 12 000 characters, which the event loop should not wait through.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from enum import StrEnum
 
-from markdown_to_mrkdwn import SlackMarkdownConverter  # type: ignore[import-untyped]
-
 from bot.delivery.chunking import split_markdown
 from bot.messages import Button
+from channels.slack.mrkdwn import escape, to_mrkdwn
 
 Block = dict[str, object]
 
@@ -50,14 +52,11 @@ class Payload:
     mrkdwn: bool = True
 
 
-def escape(text: str) -> str:
-    """Slack parses ``&``, ``<`` and ``>`` in text fields; they must be entities."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def to_mrkdwn(markdown: str) -> str:
-    converted: str = SlackMarkdownConverter().convert(escape(markdown))
-    return converted
+async def render_async(markdown: str, rung: Rung, buttons: tuple[Button, ...] = ()) -> Payload:
+    """``render``, off the event loop for the rung that parses the Markdown."""
+    if rung is Rung.MRKDWN:
+        return await asyncio.to_thread(render, markdown, rung, buttons)
+    return render(markdown, rung, buttons)
 
 
 def render(markdown: str, rung: Rung, buttons: tuple[Button, ...] = ()) -> Payload:

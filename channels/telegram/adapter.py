@@ -30,7 +30,14 @@ from bot.config.settings import Settings
 from bot.delivery.bounded import RecentSet
 from bot.errors import AuthFailed, ChannelError, ConfigError, SendError
 from bot.messages import Attachment, InboundMessage, Reaction
-from bot.ports import BotIdentity, ChannelCapabilities, ChannelContext, Publish, TextUnit
+from bot.ports import (
+    BotIdentity,
+    ButtonLimits,
+    ChannelCapabilities,
+    ChannelContext,
+    Publish,
+    TextUnit,
+)
 from channels.base import PlatformChannel
 from channels.telegram.errors import redact, sdk_errors
 from channels.telegram.inbound import BotMe, to_inbound
@@ -44,9 +51,12 @@ logger = logging.getLogger(__name__)
 WEBHOOK_START_WAIT_S = 20.0
 """How long an update POSTed while the channel starts waits for it (Telegram waits longer)."""
 
+QUESTION_BUTTONS = ButtonLimits(max_buttons=10, label_chars=64)
+"""One option per keyboard row (``outbound._keyboard``): ten rows still fit a phone screen,
+well inside the 100 buttons an inline keyboard takes; a longer label is cut by the client."""
 TELEGRAM_CAPABILITIES = ChannelCapabilities(
     text_limit=4096, text_unit=TextUnit.UTF16, edits=True, buttons=True, threads=True,
-    reactions=frozenset({Reaction.QUEUED}), typing=True,
+    button_limits=QUESTION_BUTTONS, reactions=frozenset({Reaction.QUEUED}), typing=True,
     max_file_bytes=DOCUMENT_LIMIT, max_image_bytes=PHOTO_LIMIT,
     progress_interval_dm_s=1.0, progress_interval_group_s=3.0, per_chat_interval_s=1.0,
     per_dm_interval_s=0.0, global_rate_per_s=30.0, group_messages_per_minute=20,

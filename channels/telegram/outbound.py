@@ -12,10 +12,8 @@ is an explicit message — each extra reaction would only spend the chat's rate 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
 from telegram import (
     Bot,
@@ -27,6 +25,7 @@ from telegram import (
 )
 from telegram.constants import ChatAction
 
+from bot.delivery.files import read_outbound
 from bot.errors import DownloadError, InvalidRequest, SendError
 from bot.messages import (
     Attachment,
@@ -41,7 +40,7 @@ from bot.messages import (
 )
 from channels.telegram.errors import NotModified, sdk_errors
 from channels.telegram.inbound import forum_thread_of
-from channels.telegram.render import Rendered, render
+from channels.telegram.render import Rendered, render_async
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +63,7 @@ class Outbound:
 
     async def send_text(self, message: OutboundText) -> SentRef:
         dest = message.destination
-        body = render(message.text, message.render)
+        body = await render_async(message.text, message.render)
         sent = await self._send_body(
             dest, body, reply_to=message.reply_to, markup=_keyboard(message.buttons)
         )
@@ -89,7 +88,7 @@ class Outbound:
             )
 
     async def edit_text(self, edit: TextEdit) -> None:
-        body = render(edit.text, edit.render)
+        body = await render_async(edit.text, edit.render)
         try:
             with sdk_errors(self._secret):
                 await self._bot.edit_message_text(
@@ -107,10 +106,7 @@ class Outbound:
     async def send_file(self, file: OutboundFile) -> SentRef:
         dest = file.destination
         chat_id = _chat_id(dest)
-        try:
-            data = await asyncio.to_thread(Path(file.path).read_bytes)
-        except OSError as exc:
-            raise InvalidRequest(f"cannot read {file.name}: {exc.strerror}") from exc
+        data = await read_outbound(file)
         sent: Message | None = None
         if file.is_image and len(data) <= PHOTO_LIMIT:
             sent = await self._photo(file, data)

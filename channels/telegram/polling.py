@@ -10,7 +10,8 @@ short pause.
 
 Errors are handled like PTB's ``network_retry_loop``: ``RetryAfter`` waits as told,
 ``TimedOut`` retries at once, ``InvalidToken`` parks the channel (retried rarely), anything
-else reconnects with capped, jittered backoff and reports itself to the channel's health.
+else reconnects with capped, jittered backoff and reports itself to the channel's health;
+its log is one traceback an outage, then a line a retry and one on recovery (``OutageLog``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from bot.backoff import Backoff
 from bot.lifecycle import cancel_and_wait
 from bot.ports import ChannelHealth
 from bot.ports.channel import Exclusive
+from channels.outage_log import OutageLog
 from channels.telegram.errors import redact, retry_after_seconds
 
 logger = logging.getLogger(__name__)
@@ -41,7 +43,7 @@ UpdatesHandler = Callable[[Sequence[Update]], Awaitable[int]]
 
 
 class Poller:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword-only settings; ``reconnect`` lets tests go fast
         self,
         bot: Bot,
         handle: UpdatesHandler,
@@ -49,14 +51,17 @@ class Poller:
         *,
         timeout_s: float,
         secret: str,
+        reconnect: Backoff = RECONNECT,
     ) -> None:
         self._bot = bot
         self._handle = handle
         self._health = health
         self._timeout_s = timeout_s
         self._secret = secret
+        self._reconnect = reconnect
         self.offset: int | None = None
         self._failures = 0
+        self._outage = OutageLog(logger, "polling Telegram")
 
     async def run(self) -> None:
         """Poll until cancelled."""
@@ -91,19 +96,24 @@ class Poller:
             await asyncio.sleep(PARKED_RETRY_S)
             return None
         except tg.TelegramError as exc:
-            await self._lost(redact(exc.message, self._secret))
+            await self._lost(exc)
             return None
         if self._failures:
             self._failures = 0
             self._health.connected()
-            logger.info("polling Telegram again")
+            if self._outage.failures:
+                self._outage.ended()
+            else:
+                logger.info("polling Telegram again")  # after a refused token
         self._health.activity()
         return updates
 
-    async def _lost(self, reason: str) -> None:
+    async def _lost(self, exc: tg.TelegramError) -> None:
+        """Log (the traceback once an outage), report, and wait before the next poll."""
         self._failures += 1
-        delay = RECONNECT.delay(self._failures)
-        logger.warning("polling failed (%s); retrying in %.1fs", reason, delay)
+        reason = redact(exc.message, self._secret)
+        delay = self._reconnect.delay(self._failures)
+        self._outage.failed(exc, retry_in=delay, detail=reason)
         self._health.disconnected(reason)
         await asyncio.sleep(delay)
 

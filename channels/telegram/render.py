@@ -17,10 +17,18 @@ one Telegram message, so a retry never resends half of it). Rendering rarely len
 (entities replace the Markdown markers; a rule ``---`` becomes a line of dashes); a chunk whose
 rendering outgrows the limit goes out as plain text, exactly as written, instead of being split
 a second time.
+
+Bounded time: the converter is super-linear on some inputs (runs of empty fences: 80 KB took
+7.7 s), so it only ever sees one chunk — a text over twice the limit, which the kernel never
+sends, goes out as written — and nothing nested deeper than ``MAX_DEPTH`` (no answer is; such
+text goes out as written too). ``render_async`` renders in a worker thread: tens of
+milliseconds for the worst chunk, which the event loop should not wait through.
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from dataclasses import dataclass
 
 import pyromark
@@ -31,6 +39,7 @@ from telegramify_markdown.converter import STANDARD_OPTIONS
 from bot.messages import RenderMode
 
 TEXT_LIMIT = 4096
+MAX_DEPTH = 32
 
 
 def _config() -> tgm.RenderConfig:
@@ -53,11 +62,18 @@ class Rendered:
     entities: tuple[MessageEntity, ...] = ()
 
 
+async def render_async(text: str, mode: RenderMode, limit: int = TEXT_LIMIT) -> Rendered:
+    """``render``, in a worker thread when it converts Markdown."""
+    if mode is RenderMode.RICH and text.strip():
+        return await asyncio.to_thread(render, text, mode, limit)
+    return render(text, mode, limit)
+
+
 def render(text: str, mode: RenderMode, limit: int = TEXT_LIMIT) -> Rendered:
     """The body of one message (a send or an edit) for one chunk of the kernel's split."""
     if not text.strip():
         return Rendered(text="…")  # Telegram refuses empty text
-    if mode is RenderMode.RICH:
+    if mode is RenderMode.RICH and tgm.utf16_len(text) <= 2 * limit and _shallow(text):
         rich = _rich(text)
         if rich is not None and tgm.utf16_len(rich[0]) <= limit:
             return Rendered(text=rich[0], entities=_ptb(rich[1]))
@@ -93,7 +109,19 @@ def _escape_raw_html(markdown: str) -> str:
             positions.extend(i for i in range(start, end) if data[i] == ord("<"))
     if not positions:
         return markdown
-    out = bytearray(data)
-    for position in sorted(positions, reverse=True):
-        out[position:position] = b"\\"
-    return out.decode()
+    bounds = [0, *sorted(positions), len(data)]
+    return b"\\".join(data[a:b] for a, b in itertools.pairwise(bounds)).decode()
+
+
+def _shallow(text: str) -> bool:
+    """Whether no block or span nests deeper than ``MAX_DEPTH`` (the parse stops there)."""
+    depth = 0
+    for event in pyromark.events(text, options=STANDARD_OPTIONS):
+        if isinstance(event, dict):
+            if "Start" in event:
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return False
+            elif "End" in event:
+                depth -= 1
+    return True

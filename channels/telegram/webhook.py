@@ -9,11 +9,12 @@ the kernel refuses it or the channel is not taking updates, so Telegram delivers
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+
+from channels.webhook_json import BadBody, json_object
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +31,8 @@ class WebhookReceiver:
 
     async def handle(self, request: web.Request) -> web.Response:
         given = request.headers.get(SECRET_HEADER, "").encode()
-        if not hmac.compare_digest(given, self._secret):
+        # Fail closed: an empty secret (never configured) matches nothing, not a missing header.
+        if not self._secret or not hmac.compare_digest(given, self._secret):
             logger.warning("webhook call with a wrong or missing secret token refused")
             return web.Response(status=403)
         if request.content_type != "application/json":
@@ -49,8 +51,10 @@ class WebhookReceiver:
 
 
 def _json_object(body: bytes) -> dict[str, object] | None:
+    """The update, parsed only after the secret matched; ``None`` for a malformed or too
+    deeply nested body (a 400, never a ``RecursionError``)."""
     try:
-        data = json.loads(body)
-    except ValueError:
+        return json_object(body)
+    except BadBody as exc:
+        logger.warning("webhook update refused: %s", exc)
         return None
-    return data if isinstance(data, dict) else None

@@ -73,7 +73,7 @@ async def test_presenting_missing_or_outside_files_is_refused(
     assert answer.files == ()
     result = tool_results(fake_model.requests[1])["call_present"]
     assert result.startswith("Error: not presented:")
-    assert "'missing.txt': no such file" in result
+    assert "'missing.txt': does not exist" in result
     assert "'uploads/in.txt': only files inside outputs/ can be presented" in result
     assert "'../../agent.db'" in result
     assert "outside this conversation's workspace" in result
@@ -105,7 +105,10 @@ async def test_path_escapes_are_refused_with_a_readable_error(
 
     results = tool_results(fake_model.requests[1])
     assert all(text.startswith("Error:") for text in results.values()), results
-    assert all("outside this conversation's workspace" in text for text in results.values())
+    escapes = [results[call_id] for call_id in ("c1", "c2")]
+    assert all("outside this conversation's workspace" in text for text in escapes), results
+    links = [results[call_id] for call_id in ("c3", "c4", "c5")]
+    assert all("is a symbolic link" in text for text in links), results
     assert "TOP SECRET" not in str(fake_model.requests[1].messages)
     assert secret.read_text() == "TOP SECRET"
     assert not (outputs.parent.parent / "escape.txt").exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
-from agent.tools import READ_LIMIT_BYTES, build_tools
+from agent.tools import READ_LIMIT_BYTES, WRITE_LIMIT_BYTES, build_tools
 from bot.workspace import ThreadWorkspace
 
 THREAD = "thread-1"
@@ -131,7 +133,7 @@ def test_write_file_refuses_a_symlink_leading_out(
 
     result = call(tools, "write_file", path="escape/x.txt", content="x")
 
-    assert "outside this conversation's workspace" in result
+    assert result == "Error: 'escape/x.txt' is a symbolic link (links are not followed)"
     assert list(outside.iterdir()) == []
 
 
@@ -194,7 +196,7 @@ def test_read_file_refuses_a_symlink_leading_out(
 
     result = call(tools, "read_file", path="uploads/link.txt")
 
-    assert "outside this conversation's workspace" in result
+    assert result == "Error: 'uploads/link.txt' is a symbolic link (links are not followed)"
     assert "TOP SECRET" not in result
 
 
@@ -222,7 +224,7 @@ def test_present_files_returns_accepted_paths_as_the_artifact(
     assert message.artifact == ["outputs/a.txt"]
     assert message.content == (
         "Presented to the user: outputs/a.txt.\n"
-        "Error: not presented: 'u.txt': no such file; "
+        "Error: not presented: 'u.txt': does not exist; "
         "'uploads/u.txt': only files inside outputs/ can be presented; "
         "'/etc/passwd': '/etc/passwd' is outside this conversation's workspace."
     )
@@ -259,3 +261,84 @@ async def test_schedule_tools_without_a_scheduler_say_schedules_are_off(
         {"text": "hi", "at": "2030-01-01T09:00"}, config=_config()
     )
     assert result == "Error: schedules are not available in this conversation."
+
+
+# --------------------------------------------------------------------------- hostile paths
+
+
+def test_a_fifo_planted_in_outputs_is_refused_not_waited_on(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace
+) -> None:
+    os.mkfifo(workspace.outputs / "pipe")
+    os.mkfifo(workspace.uploads / "pipe")
+
+    written = call(tools, "write_file", path="pipe", content="x")
+    read = call(tools, "read_file", path="uploads/pipe")
+    presented = present(tools, "pipe")
+
+    assert written == "Error: 'pipe' is not a regular file"
+    assert read == "Error: 'uploads/pipe' is not a regular file"
+    assert presented.artifact == []
+    assert stat.S_ISFIFO((workspace.outputs / "pipe").lstat().st_mode)
+
+
+def test_nul_bytes_loops_and_long_names_are_plain_errors_without_host_paths(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace, state_dir: Path
+) -> None:
+    (workspace.outputs / "loop").symlink_to(workspace.outputs / "loop")
+    long_name = "n" * 300 + ".txt"
+    answers = {
+        "nul write": call(tools, "write_file", path="a\x00b.txt", content="x"),
+        "nul read": call(tools, "read_file", path="uploads/a\x00b"),
+        "loop write": call(tools, "write_file", path="loop/x.txt", content="x"),
+        "loop read": call(tools, "read_file", path="loop"),
+        "long write": call(tools, "write_file", path=long_name, content="x"),
+        "long read": call(tools, "read_file", path=long_name),
+    }
+
+    assert all(text.startswith("Error: ") for text in answers.values()), answers
+    assert "contains a NUL byte" in answers["nul write"]
+    assert "is a symbolic link" in answers["loop read"]
+    assert "name that is too long" in answers["long write"]
+    host = str(state_dir.resolve())
+    assert not any(host in text for text in answers.values()), answers
+
+
+def test_one_bad_entry_does_not_fail_the_other_presented_files(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace
+) -> None:
+    (workspace.outputs / "good.txt").write_text("ok")
+    (workspace.outputs / "loop").symlink_to(workspace.outputs / "loop")
+
+    message = present(tools, "bad\x00name", "loop", "n" * 300, "good.txt")
+
+    assert message.artifact == ["outputs/good.txt"]
+    assert "Presented to the user: outputs/good.txt." in str(message.content)
+    assert str(message.content).count("'") >= 6  # each refused path is named
+
+
+def test_links_inside_the_workspace_are_not_followed_even_when_they_stay_in(
+    tools: dict[str, BaseTool], workspace: ThreadWorkspace, tmp_path: Path
+) -> None:
+    (workspace.outputs / "real.txt").write_text("inside")
+    (workspace.outputs / "alias.txt").symlink_to(workspace.outputs / "real.txt")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace.outputs / "dir").symlink_to(outside)
+
+    read = call(tools, "read_file", path="alias.txt")
+    written = call(tools, "write_file", path="dir/new.txt", content="x")
+    absolute = call(tools, "read_file", path=str(outside / "x"))
+
+    assert read == "Error: 'alias.txt' is a symbolic link (links are not followed)"
+    assert written.startswith("Error: 'dir/new.txt' ")
+    assert "outside this conversation's workspace" in absolute
+    assert list(outside.iterdir()) == []
+
+
+def test_write_file_is_bounded(tools: dict[str, BaseTool], workspace: ThreadWorkspace) -> None:
+    result = call(tools, "write_file", path="big.txt", content="x" * (WRITE_LIMIT_BYTES + 1))
+
+    assert result.startswith("Error: the content is")
+    assert str(WRITE_LIMIT_BYTES) in result
+    assert not (workspace.outputs / "big.txt").exists()

@@ -27,7 +27,7 @@ from tests.fakes.telegram_api import FakeTelegram
 
 EXPIRY_S = 3.0
 """``daemon.replica_expiry_s`` of the test replicas: how soon a killed one's chats move."""
-SECRET = "replica-secret"  # noqa: S105 - the webhook secret of the test
+SECRET = "replica-webhook-secret"  # noqa: S105 - the webhook secret of the test
 ASK = "clarify"
 """A user message containing this makes the model ask which colour (``ask_clarification``)."""
 

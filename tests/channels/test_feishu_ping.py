@@ -72,7 +72,6 @@ async def test_failing_pings_name_the_error_with_one_traceback_per_outage(
     assert all("ConnectionError: socket closed by peer" in r.getMessage() for r in failures)
     assert [r.exc_info is not None for r in failures] == [True, False, False, True]
     back = [r.getMessage() for r in records if r.levelno == logging.INFO]
-    assert back == [
-        "feishu pings work again after 3 failure(s)",
-        "feishu pings work again after 1 failure(s)",
-    ]
+    assert len(back) == 2
+    assert back[0].startswith("feishu ping works again after 3 failure(s)")
+    assert back[1].startswith("feishu ping works again after 1 failure(s)")

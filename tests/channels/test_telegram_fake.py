@@ -30,7 +30,7 @@ from tests.fakes.telegram_api import SECRET_HEADER, TINY_PNG, FakeTelegram
 
 EMOJI = "😀"  # two UTF-16 code units
 MB = 1024 * 1024
-SECRET = "s3cret"  # noqa: S105 - a test webhook secret
+SECRET = "s3cret-of-the-webhook"  # noqa: S105 - a test webhook secret
 
 
 @pytest.fixture(autouse=True)

@@ -78,7 +78,7 @@ async def test_webhook_mode_checks_the_secret(tmp_path: Path) -> None:
     port = free_port()
     webhook = {
         "url": f"http://127.0.0.1:{port}/telegram/webhook",
-        "secret_token": "s3cret-Token_1",
+        "secret_token": "s3cret-Token_1-of-the-test",
     }
     with FakeTelegram() as fake:
         settings = telegram_settings(
@@ -104,7 +104,7 @@ async def test_an_update_posted_while_the_channel_starts_is_taken_not_refused(
     """After a restart Telegram delivers to the webhook as soon as the HTTP server listens,
     before getMe and setWebhook are done; a 503 there would make it back off for minutes."""
     port = free_port()
-    secret = "s3cret-Token_1"  # noqa: S105 - a test secret
+    secret = "s3cret-Token_1-of-the-test"  # noqa: S105 - a test secret
     webhook = {"url": f"http://127.0.0.1:{port}/telegram/webhook", "secret_token": secret}
     update = {"update_id": 777, "message": {"message_id": 5, "date": 1700000000,
               "chat": {"id": 42, "type": "private"},

@@ -10,7 +10,7 @@ from bot.messages import RenderMode
 from bot.ports import TextUnit
 from channels.telegram import TELEGRAM_CAPABILITIES
 from channels.telegram.errors import NotModified, translate
-from channels.telegram.render import render
+from channels.telegram.render import MAX_DEPTH, Rendered, render, render_async
 
 
 def _utf16(text: str) -> int:
@@ -58,6 +58,20 @@ def test_a_rendering_that_outgrows_the_limit_goes_out_plain_and_is_not_split_aga
 def test_empty_rendering_falls_back_to_the_source() -> None:
     body = render("<!-- nothing visible -->", RenderMode.RICH)
     assert body.text == "<!-- nothing visible -->"
+
+
+def test_nesting_deeper_than_the_cap_goes_out_as_written() -> None:
+    shallow = "> " * (MAX_DEPTH - 2) + "**x**"  # with its paragraph and bold: MAX_DEPTH
+    assert "bold" in [e.type for e in render(shallow, RenderMode.RICH).entities]
+    deep = ">" * (MAX_DEPTH + 1) + " **x**"
+    assert render(deep, RenderMode.RICH) == Rendered(text=deep)
+
+
+async def test_the_async_render_gives_the_same_body() -> None:
+    source = "Use **bold**, `code` and Vec<T> 😀 [a link](https://e.org)"
+    for mode in RenderMode:
+        assert await render_async(source, mode) == render(source, mode)
+    assert await render_async("  ", RenderMode.RICH) == Rendered(text="…")
 
 
 @pytest.mark.parametrize(

@@ -196,13 +196,17 @@ async def test_the_login_is_rate_limited(served: Served) -> None:
                 assert response.status == 401
                 assert "not the console token" in await response.text()
         async with client.post(
-            served.base + "/console/login", data={"token": TOKEN}, allow_redirects=False
+            served.base + "/console/login", data={"token": "guess"}, allow_redirects=False
         ) as response:
             assert response.status == 429
             assert 1 <= int(response.headers["Retry-After"]) <= 60
         async with client.get(served.base + "/console/login/once?t=nope") as response:
             assert response.status == 429
         assert not [c for c in client.cookie_jar if c.key == "switchboard_console"]
+        async with client.post(  # the right token is never locked out
+            served.base + "/console/login", data={"token": TOKEN}, allow_redirects=False
+        ) as response:
+            assert response.status == 303
 
 
 async def _cookie_flags(settings: Settings, headers: dict[str, str]) -> str:

@@ -139,6 +139,19 @@ async def test_pending_for_key_and_cancel_for_key(store: BackendStore) -> None:
     assert [c.id for c in await store.clarifications.pending_for_key(key())] == ["elsewhere"]
 
 
+async def test_cancel_takes_one_pending_question_only(store: BackendStore) -> None:
+    topic = key(topic_id="root")
+    await store.clarifications.add(question("q1", conversation=topic))
+    await store.clarifications.add(question("q2", conversation=topic, user="u2"))
+    assert await store.clarifications.cancel("q1")
+    assert not await store.clarifications.cancel("q1")  # no longer pending
+    assert not await store.clarifications.cancel("nope")
+    assert [c.id for c in await store.clarifications.pending_for_key(topic)] == ["q2"]
+    cancelled = await store.clarifications.get("q1")
+    assert cancelled is not None
+    assert cancelled.state is ClarificationState.CANCELLED
+
+
 async def test_a_pending_clarification_survives_a_restart(make_store: StoreFactory) -> None:
     async with make_store() as store:
         await store.clarifications.add(question("q1"))

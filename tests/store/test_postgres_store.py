@@ -44,6 +44,7 @@ TABLES = {
     "schedules",
     "schedule_firings",
     "mutes",
+    "console_revocations",
     "clarifications",
     "users",
     "pairing_requests",

@@ -26,6 +26,8 @@ from bot.cli.operator.output import (
     pairing_cells,
     pairing_json,
     print_json,
+    say,
+    show,
     table,
 )
 from bot.cli.operator.runner import EXIT_FAILED, opened_store, operator_actor
@@ -41,7 +43,7 @@ def _done(args: argparse.Namespace, message: str, **facts: object) -> None:
     if args.json:
         print_json({"done": message, **facts})
     else:
-        print(message)
+        say(message)
 
 
 # --------------------------------------------------------------------------- outbox
@@ -54,9 +56,9 @@ async def outbox_list(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json([outbox_json(row) for row in rows])
     elif not rows:
-        print("no outbox rows" + (f" in state {state}" if state else ""))
+        say("no outbox rows" + (f" in state {state}" if state else ""))
     else:
-        print(table(OUTBOX_HEADERS, [outbox_cells(row) for row in rows]))
+        show(table(OUTBOX_HEADERS, [outbox_cells(row) for row in rows]))
     return EXIT_OK
 
 
@@ -95,9 +97,9 @@ async def pairing_list(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json([pairing_json(request) for request in requests])
     elif not requests:
-        print("no pending access requests")
+        say("no pending access requests")
     else:
-        print(table(PAIRING_HEADERS, [pairing_cells(request) for request in requests]))
+        show(table(PAIRING_HEADERS, [pairing_cells(request) for request in requests]))
     return EXIT_OK
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from bot.cli.operator.output import print_json
+from bot.cli.operator.output import print_json, say
 from bot.cli.operator.runner import EXIT_FAILED, operator_actor
 from bot.cli.options import CommandFailed, Subcommands, add_config_option, load_config
 from bot.console.login_links import make_link
@@ -62,7 +62,7 @@ def console_url(args: argparse.Namespace) -> int:
         print_json({"url": url, "name": link.name, "expires_in_s": ttl,
                     "expires_at": int(link.expires_at)})  # fmt: skip
     else:
-        print(url)
+        say(url)
         left = int(link.expires_at - time.time())
-        print(f"(works once, for the next {left // 60} min; logs in as console:{link.name})")
+        say(f"(works once, for the next {left // 60} min; logs in as console:{link.name})")
     return EXIT_OK

@@ -4,6 +4,11 @@ Plain text with padded columns (no table library): it reads well in a terminal, 
 in ``journalctl``-style pipes, and ``--json`` is the stable form for scripts. Message text —
 what users wrote and what the bot answered — is never printed, only its length: an operator
 debugging a delivery needs ids, states and errors, not the conversation.
+
+Names, ids, errors and file names come from strangers and from the model, so every line is
+printed through ``say`` (one line) or ``show`` (a block whose rows were escaped), and ``table``
+escapes each cell: a control character shows as ``\\x1b`` and never reaches the terminal.
+``--json`` keeps every value exact (``print_json`` writes the odd characters as ``\\uXXXX``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from bot.records import (
     Replica,
     UserAccess,
 )
+from bot.text.escape import escape_controls, escape_json_text, escape_lines
 
 NONE = "-"
 
@@ -36,11 +42,22 @@ JsonObject = dict[str, object]
 
 
 def print_json(value: object) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+    print(escape_json_text(json.dumps(value, indent=2, ensure_ascii=False)))
+
+
+def say(line: str) -> None:
+    """Print one line; any control character in it is shown escaped."""
+    print(escape_controls(line))
+
+
+def show(block: str) -> None:
+    """Print lines that were escaped one by one (``table``); newlines between them stay."""
+    print(escape_lines(block))
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "") -> str:
-    """Columns padded to their widest cell; the last column is not padded."""
+    """Columns padded to their widest cell; the last column is not padded. Cells are escaped."""
+    rows = [[escape_controls(cell) for cell in row] for row in rows]
     widths = [len(header) for header in headers]
     for row in rows:
         widths = [max(width, len(cell)) for width, cell in zip(widths, row, strict=True)]
@@ -67,7 +84,7 @@ def clip(text: str | None, width: int = 60) -> str:
     """One line of at most ``width`` characters."""
     if not text:
         return NONE
-    line = " ".join(text.split())
+    line = escape_controls(" ".join(text.split()))
     return line if len(line) <= width else line[: width - 1] + "…"
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from bot.cli.operator.output import NONE, JsonObject, iso, print_json, table, when
+from bot.cli.operator.output import NONE, JsonObject, iso, print_json, say, show, table, when
 from bot.cli.operator.runner import EXIT_FAILED, opened_store, operator_actor
 from bot.cli.options import CommandFailed
 from bot.config.settings import Settings
@@ -42,9 +42,9 @@ async def schedule_list(args: argparse.Namespace, settings: Settings) -> int:
         print_json([schedule_json(s, latest[s.id]) for s in found])
         return EXIT_OK
     if not found:
-        print("no schedules" if args.all else "no active schedules (--all shows every one)")
+        say("no schedules" if args.all else "no active schedules (--all shows every one)")
         return EXIT_OK
-    print(table(HEADERS, [schedule_cells(s, latest[s.id]) for s in found]))
+    show(table(HEADERS, [schedule_cells(s, latest[s.id]) for s in found]))
     return EXIT_OK
 
 
@@ -125,7 +125,7 @@ async def schedule_add(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json(schedule_json(made, None))
     else:
-        print(f"schedule {made.id}: {made.when}, first {when(made.next_fire_at)} UTC")
+        say(f"schedule {made.id}: {made.when}, first {when(made.next_fire_at)} UTC")
     return EXIT_OK
 
 
@@ -163,7 +163,7 @@ async def schedule_cancel(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json(schedule_json(cancelled, None))
     else:
-        print(f"schedule {cancelled.id} cancelled")
+        say(f"schedule {cancelled.id} cancelled")
     return EXIT_OK
 
 

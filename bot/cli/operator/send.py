@@ -6,7 +6,9 @@ and wakes the replicas of a shared store: the running daemon's outbox sends the 
 daemon alone on SQLite looks at least every ``IDLE_POLL_S`` seconds, its ``pushes`` loop
 takes prompts within a second), and a daemon that is down sends them at its next start. A
 ``--file`` is read here and kept under ``<workspace_dir>/pushes/``, where the daemon (a
-hardened unit with a private /tmp, a replica elsewhere on shared storage) can read it.
+hardened unit with a private /tmp, a replica elsewhere on shared storage) can read it: the
+file is read with the operator's permissions, in this process, and must be a regular file no
+larger than the channel takes (a FIFO or a device is refused, never waited on or read whole).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from bot.cli.operator.output import describe_delivery, print_json, table, when
+from bot.cli.operator.output import describe_delivery, print_json, say, show, table, when
 from bot.cli.operator.runner import EXIT_FAILED, opened_store, operator_actor
 from bot.cli.options import CommandFailed
 from bot.config.settings import Settings
+from bot.delivery.files import FileRefused, read_regular
 from bot.delivery.outbox import IDLE_POLL_S
 from bot.errors import ConfigError
 from bot.exit_codes import EXIT_CONFIG, EXIT_OK
@@ -39,6 +42,11 @@ from bot.pipeline.push_types import (
     RunAgent,
 )
 from bot.ports import Store
+from bot.registry import capabilities_of
+from bot.text.escape import escape_controls
+
+SEND_LIMIT_BYTES = 1024 * 1024 * 1024
+"""The most ``--file`` reads for a channel whose limit is not known here."""
 
 
 async def send(args: argparse.Namespace, settings: Settings) -> int:
@@ -62,7 +70,7 @@ async def send(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json(receipt_json(receipt))
         return EXIT_OK
-    print(receipt.delivery_id)
+    say(receipt.delivery_id)
     if receipt.repeated:
         print(f"already recorded ({receipt.status}): nothing added")
     elif receipt.kind is PushKind.RUN_AGENT:
@@ -85,10 +93,12 @@ async def _body(args: argparse.Namespace) -> PushBody:
             raise CommandFailed("TEXT is empty", EXIT_FAILED)
         return PushText(text=text)
     path = Path(args.file)
+    caps = capabilities_of(args.channel)
+    limit = SEND_LIMIT_BYTES if caps is None else caps.max_file_bytes
     try:
-        content = await asyncio.to_thread(path.read_bytes)
-    except OSError as exc:
-        raise CommandFailed(f"--file: cannot read {path}: {exc.strerror}", EXIT_FAILED) from None
+        content = await asyncio.to_thread(read_regular, path, limit)
+    except FileRefused as exc:
+        raise CommandFailed(f"--file: {path} {exc.reason}", EXIT_FAILED) from None
     return PushFile(name=safe_name(args.name or path.name), content=content, caption=args.caption)
 
 
@@ -108,7 +118,7 @@ async def delivery(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json(report_json(report))
     else:
-        print(delivery_text(report, calls))
+        show(delivery_text(report, calls))
     return EXIT_OK
 
 
@@ -133,7 +143,7 @@ def delivery_text(report: DeliveryReport, calls: dict[int, int]) -> str:
         lines.append(f"  agent run    {report.run.status}{reason}")
     if not report.rows:
         lines.append("  messages     none yet")
-        return "\n".join(lines)
+        return "\n".join(map(escape_controls, lines))
     cells = [
         [
             str(row.id), describe_delivery(row.item.delivery), str(row.state),
@@ -142,5 +152,5 @@ def delivery_text(report: DeliveryReport, calls: dict[int, int]) -> str:
         for row in report.rows
     ]  # fmt: skip
     headers = ("ROW", "WHAT", "STATE", "CALLS", "MESSAGE IDS")
-    lines.append(table(headers, cells, indent="  "))
+    lines = [*map(escape_controls, lines), table(headers, cells, indent="  ")]
     return "\n".join(lines)

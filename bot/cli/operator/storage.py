@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from bot.cli.operator.output import print_json, table
+from bot.cli.operator.output import print_json, say, show, table
 from bot.cli.operator.runner import EXIT_FAILED, operator_actor
 from bot.cli.options import CommandFailed, load_config
 from bot.config.settings import Settings
@@ -45,7 +45,7 @@ async def store_migrate(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json({"done": message, "backend": str(config.backend), "store": where})
     else:
-        print(message)
+        say(message)
     return EXIT_OK
 
 
@@ -197,11 +197,11 @@ async def _store_copy(args: argparse.Namespace, plan: CopyPlan) -> int:
             }
         )
         return EXIT_OK
-    print(f"copied {plan.source} to {where}")
+    say(f"copied {plan.source} to {where}")
     rows = [[name, str(count)] for name, count in result.tables.items()]
     rows.append(
         ["agent checkpoints", f"{checkpoints.checkpoints} ({checkpoints.threads} threads,"
                               f" {checkpoints.writes} pending writes)"]
     )  # fmt: skip
-    print(table(["TABLE", "ROWS"], rows, indent="  "))
+    show(table(["TABLE", "ROWS"], rows, indent="  "))
     return EXIT_OK

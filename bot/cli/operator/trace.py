@@ -6,6 +6,9 @@ conversation key and the thread. A ``turn <correlation>`` reason names the turn 
 it — several queued messages can be answered by one turn carrying the last one's correlation —
 so the outbox rows of both the message's own correlation (notices, command replies) and of that
 turn are shown, each with every platform call made for it.
+
+Every line of the text form is escaped (``escape_controls``): ids, reasons and file names
+come from strangers and the model.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from bot.pipeline.push_status import delivery_report
 from bot.pipeline.turn_marks import TurnMark
 from bot.ports import Store
 from bot.records import DeliveryAttempt, InboundStatus, JournalEntry, OutboxRow, OutboxState
+from bot.text.escape import escape_controls
 
 ACCEPTED = "accepted"
 DUPLICATE = "duplicate"
@@ -87,8 +91,10 @@ async def trace_push(store: Store, delivery_id: str) -> tuple[JsonObject, str] |
         RowTrace(row=row, calls=tuple(await store.outbox.attempts(row.id))) for row in report.rows
     ]
     lines = [
-        f"push {delivery_id} ({report.kind}) to {report.channel} chat {report.chat_id}:"
-        f" {report.status}" + (f" ({report.error})" if report.error else ""),
+        escape_controls(
+            f"push {delivery_id} ({report.kind}) to {report.channel} chat {report.chat_id}:"
+            f" {report.status}" + (f" ({report.error})" if report.error else "")
+        ),
     ]
     for row in traced:
         lines += _row_lines(row)
@@ -179,6 +185,7 @@ def trace_text(trace: MessageTrace) -> str:
         f" ({message.chat_type}) from {message.sender.id}: journal entry #{entry.id}",
         *(f"  {name:<12} {value}" for name, value in facts),
     ]
+    lines = [escape_controls(line) for line in lines]
     if not trace.rows:
         lines.append(f"  {'outbox':<12} no rows")
     for traced in trace.rows:
@@ -194,6 +201,7 @@ def _row_lines(traced: RowTrace) -> list[str]:
         f" {row.attempts} attempt(s), message ids {sent}",
         f"    key {row.item.idempotency_key}, last error {clip(row.last_error)}",
     ]
+    lines = [escape_controls(line) for line in lines]
     if row.state is OutboxState.PENDING:
         lines.append(f"    next attempt {when(row.next_attempt_at)}")
     if not traced.calls:

@@ -21,6 +21,8 @@ from bot.cli.operator.output import (
     print_json,
     replica_cells,
     replica_json,
+    say,
+    show,
     table,
     user_cells,
     user_json,
@@ -170,10 +172,10 @@ def _print_status(readiness: Readiness, settings: Settings, facts: StoreFacts | 
         if facts.mutes is not None:
             lines += mute_lines(facts.mutes)
     for name, value in lines:
-        print(f"{name:<14} {value}")
+        say(f"{name:<14} {value}")
     if not isinstance(facts, str) and facts.replicas:
         cells = [replica_cells(r, facts.chats_held.get(r.id, 0)) for r in facts.replicas]
-        print(table(REPLICA_HEADERS, cells, indent="  "))
+        show(table(REPLICA_HEADERS, cells, indent="  "))
 
 
 # --------------------------------------------------------------------------- conversations
@@ -185,9 +187,9 @@ async def conversations(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json([conversation_json(conversation) for conversation in found])
     elif not found:
-        print("no active conversations")
+        say("no active conversations")
     else:
-        print(table(CONVERSATION_HEADERS, [conversation_cells(c) for c in found]))
+        show(table(CONVERSATION_HEADERS, [conversation_cells(c) for c in found]))
     return EXIT_OK
 
 
@@ -204,7 +206,7 @@ async def trace(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             print_json(pushed[0])
         else:
-            print(pushed[1])
+            show(pushed[1])
         return EXIT_OK
     if not traces:
         where = f" on {args.channel}" if args.channel else ""
@@ -217,7 +219,7 @@ async def trace(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json({"message_id": args.message_id, "entries": [trace_json(t) for t in traces]})
     else:
-        print("\n\n".join(trace_text(trace) for trace in traces))
+        show("\n\n".join(trace_text(trace) for trace in traces))
     return EXIT_OK
 
 
@@ -231,9 +233,9 @@ async def users(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json([user_json(user) for user in found])
     elif not found:
-        print("no users allowed or denied yet")
+        say("no users allowed or denied yet")
     else:
-        print(table(USER_HEADERS, [user_cells(user) for user in found]))
+        show(table(USER_HEADERS, [user_cells(user) for user in found]))
     return EXIT_OK
 
 
@@ -244,7 +246,7 @@ async def audit(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json([audit_json(entry) for entry in entries])
     elif not entries:
-        print("no admin actions recorded")
+        say("no admin actions recorded")
     else:
-        print(table(AUDIT_HEADERS, [audit_cells(entry) for entry in entries]))
+        show(table(AUDIT_HEADERS, [audit_cells(entry) for entry in entries]))
     return EXIT_OK

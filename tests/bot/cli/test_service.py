@@ -202,43 +202,7 @@ def test_instance_names_and_configs_are_checked(capsys: pytest.CaptureFixture[st
     assert "a.yaml" in capsys.readouterr().err
 
 
-def test_uninstall_removes_the_unit_and_its_enablement(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    root = tmp_path / "root"
-    assert _cli(capsys, "install", "--root", str(root))[0] == 0
-    units = root / "etc/systemd/system"
-    wants = units / "multi-user.target.wants"
-    wants.mkdir()
-    (wants / "switchboard.service").symlink_to("/etc/systemd/system/switchboard.service")
-    status, out = _cli(capsys, "uninstall", "--root", str(root))
-    assert status == 0
-    assert not (units / "switchboard.service").exists()
-    assert not (wants / "switchboard.service").is_symlink()
-    assert (root / "etc/switchboard/switchboard.env").exists()  # secrets stay
-    assert "sudo systemctl stop switchboard.service" in out
-    assert "sudo systemctl daemon-reload" in out
-
-
-def test_uninstalling_one_instance_keeps_the_template_for_the_others(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    root = tmp_path / "root"
-    wants = root / "etc/systemd/system/multi-user.target.wants"
-    wants.mkdir(parents=True)
-    for name in ("a", "b"):
-        assert _cli(capsys, "install", "--root", str(root), "--instance", name)[0] == 0
-        (wants / f"switchboard@{name}.service").symlink_to(
-            "/etc/systemd/system/switchboard@.service"
-        )
-    template = root / "etc/systemd/system/switchboard@.service"
-    assert (root / "etc/switchboard/a.env").exists()
-    _, out = _cli(capsys, "uninstall", "--root", str(root), "--instance", "a")
-    assert template.exists()
-    assert "still enabled for switchboard@b.service" in out
-    _, out = _cli(capsys, "uninstall", "--root", str(root), "--instance", "b")
-    assert not template.exists()
-    assert "sudo systemctl stop switchboard@b.service" in out
+# service uninstall: tests/bot/cli/test_uninstall.py (against a fake systemctl).
 
 
 MDWE_PROBE = """

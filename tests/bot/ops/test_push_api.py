@@ -197,14 +197,16 @@ async def test_a_file_sent_along_arrives(tmp_path: Path) -> None:
     assert Path(sent.delivery.path).is_relative_to(tmp_path / "pushes")
 
 
-async def test_a_file_named_by_its_path_arrives_and_a_missing_one_is_named(
+async def test_a_file_named_by_its_path_arrives_and_a_missing_one_is_refused(
     tmp_path: Path,
 ) -> None:
     report = tmp_path / "nightly.txt"
     report.write_text("all green\n")
     where = {"channel": "fake", "chat": "dm-alice", "chat_type": "dm"}
     channel = FakeChannel()
-    async with running(push_settings(tmp_path / "state"), [channel], FakeAgent()) as run:
+    push_api = {"enabled": True, "token": TOKEN, "file_roots": [str(tmp_path)]}
+    settings = push_settings(tmp_path / "state", http={"push_api": push_api})
+    async with running(settings, [channel], FakeAgent()) as run:
         status, answer, _ = await post(run.daemon, {**where, "file": {"path": str(report)}})
         sent = await channel.wait_for(lambda s: isinstance(s.delivery, OutboundFile))
         missing = await post(run.daemon, {**where, "file": {"path": str(tmp_path / "gone.txt")}})
@@ -214,7 +216,7 @@ async def test_a_file_named_by_its_path_arrives_and_a_missing_one_is_named(
     assert Path(sent.delivery.path).read_text() == "all green\n"
     assert missing[0] == 400
     assert missing[1]["field"] == "file.path"
-    assert "gone.txt" in str(missing[1]), missing
+    assert "gone.txt" not in str(missing[1]), missing  # one answer for missing and forbidden
 
 
 async def test_run_agent_answers_in_the_conversations_thread(tmp_path: Path) -> None:

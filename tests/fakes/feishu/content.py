@@ -5,8 +5,8 @@
   ``{"post": ...}`` wrapper: that's the custom-bot webhook format, the IM API rejects it),
   at most 30 KB.
 - ``interactive``: a card JSON (1.0: ``elements``/``i18n_elements``; 2.0: ``schema="2.0"`` and
-  ``body.elements``) at most 30 KB, or ``{"type": "card", "data": {"card_id"}}`` naming a
-  CardKit card.
+  ``body.elements``; at most 200 elements) at most 30 KB, or ``{"type": "card", "data":
+  {"card_id"}}`` naming a CardKit card.
 - ``image``: ``{"image_key"}`` of an uploaded image; ``file``: ``{"file_key"}`` of an upload.
 """
 
@@ -24,6 +24,7 @@ POST_LOCALES = frozenset({"zh_cn", "en_us", "ja_jp", "zh_hk", "zh_tw", "id_id", 
 POST_TAGS = frozenset({"text", "a", "at", "img", "media", "emotion", "code_block", "hr", "md"})
 MSG_TYPES = frozenset({"text", "post", "interactive", "image", "file", "audio", "media", "sticker"})
 TEXT_TAGS = frozenset({"markdown", "plain_text"})  # what CardKit streams into
+MAX_CARD_ELEMENTS = 200  # [doc] card JSON 2.0: at most 200 components in one card
 
 
 def parse_content(raw: object) -> dict[str, Any]:
@@ -82,6 +83,8 @@ def card_problem(card: dict[str, Any]) -> str | None:
         return "card has no elements"
     if not isinstance(elements, list):
         return "elements must be a list"
+    if len(elements) > MAX_CARD_ELEMENTS:
+        return f"a card holds at most {MAX_CARD_ELEMENTS} elements"
     for element in elements:
         if not isinstance(element, dict) or not isinstance(element.get("tag"), str):
             return "every element needs a tag"

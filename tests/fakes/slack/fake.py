@@ -53,7 +53,7 @@ class FakeSlack(LoopbackFake[ThreadedServer], Observing):
         *,
         bot_token: str = "xoxb-test",  # noqa: S107 - fake credentials
         app_token: str = "xapp-test",  # noqa: S107
-        signing_secret: str = "shh",  # noqa: S107
+        signing_secret: str = "shh-a-test-signing-secret",  # noqa: S107
         team_id: str = "T0001",
         bot_user_id: str = "UBOT0001",
         bot_id: str = "B0001",

@@ -25,6 +25,8 @@ _MARKUP_KINDS = ("inline_keyboard", "keyboard", "remove_keyboard", "force_reply"
 CHAT_ACTIONS = frozenset(action.value for action in ChatAction)
 REACTION_EMOJI = frozenset(emoji.value for emoji in ReactionEmoji)
 MAX_CALLBACK_DATA_BYTES = 64
+MAX_INLINE_BUTTONS = 100
+"""An inline keyboard of more buttons is refused as ``REPLY_MARKUP_TOO_LONG``."""
 
 
 def load_json(raw: str, what: str) -> Any:
@@ -35,7 +37,8 @@ def load_json(raw: str, what: str) -> Any:
 
 
 def reply_markup(raw: str | None) -> dict[str, Any] | None:
-    """Parses ``reply_markup``; inline buttons need one action and 1-64 bytes of data."""
+    """Parses ``reply_markup``; inline buttons need one action and 1-64 bytes of data, and
+    a keyboard holds at most 100 of them."""
     if not raw:
         return None
     markup = load_json(raw, "reply keyboard markup")
@@ -46,6 +49,8 @@ def reply_markup(raw: str | None) -> dict[str, Any] | None:
         return markup
     if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
         raise bad_request('Field "inline_keyboard" of the InlineKeyboardMarkup must be an Array')
+    if sum(len(row) for row in rows) > MAX_INLINE_BUTTONS:
+        raise bad_request("REPLY_MARKUP_TOO_LONG")
     for row in rows:
         for button in row:
             _inline_button(button)

@@ -1,0 +1,1 @@
+"""Text shown to people: escaped (``escape``) and without credentials (``redact``)."""
