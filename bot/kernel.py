@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.commands import CommandRegistry, default_registry
+from bot.commands.routing import ChatCommands
 from bot.config.settings import Settings
 from bot.delivery.attempt import RetryPolicy
 from bot.delivery.fence import ChatFence
@@ -20,7 +21,6 @@ from bot.ops.channel_calls import Deadlines, close_within, stop_intake_within
 from bot.ops.housekeeping import Housekeeping
 from bot.ops.kernel_tasks import Loop
 from bot.ops.pushes import daemon_pusher
-from bot.pipeline.access import AccessControl, pairing_evictions
 from bot.pipeline.bus import InboundBus
 from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.group_context import ListenWarnings
@@ -32,7 +32,7 @@ from bot.pipeline.ownership import ChatOwnership
 from bot.pipeline.proactive import Pusher
 from bot.pipeline.rebalance import Rebalancer
 from bot.pipeline.recovery import LeftPlaceholders, Notify, notice_sender, recover
-from bot.pipeline.router import Router, RouterDeps
+from bot.pipeline.router import ConversationParts, Router, RouterDeps
 from bot.pipeline.schedule_book import ScheduleBook, turn_schedulers
 from bot.pipeline.sessions import Sessions
 from bot.pipeline.takeover import Takeover
@@ -179,16 +179,20 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     )  # fmt: skip
     router = Router(
         RouterDeps(
-            settings=settings, store=store, bus=bus, hub=hub,
-            access=AccessControl(
-                settings, store, evictions=pairing_evictions(counters.registry)
+            settings=settings,
+            store=store,
+            bus=bus,
+            hub=hub,
+            outbox=outbox,
+            counters=counters,
+            conversations=ConversationParts(
+                sessions=sessions, lanes=lanes, clarifications=clarifications, takeover=takeover
             ),
-            commands=commands,
-            clarifications=clarifications, sessions=sessions, lanes=lanes, outbox=outbox,
-            counters=counters, agent_description=agent.description, reload=reload,
-            takeover=takeover,
+            commands=ChatCommands(
+                registry=commands, agent_description=agent.description, reload=reload
+            ),
         )
-    )  # fmt: skip
+    )
     intake = Intake(store, bus, counters, ownership.admit if shared else None)
     pusher = daemon_pusher(
         settings=settings, store=store, hub=hub, outbox=outbox, intake=intake, bus=bus,

@@ -34,13 +34,18 @@ EDGE_MAY_IMPORT = (
 """What the kernel offers the edges: the ports and the values crossing them, the settings they
 are built from, and the few helpers written for adapters and backends."""
 
-KERNEL_LAYERS = {"delivery": 1, "pipeline": 2, "commands": 2, "ops": 3, "app": 4, "kernel": 4}
-KERNEL_LAYERS |= {"cli": 5, "console": 5, "__main__": 6}
+KERNEL_LAYERS = {"delivery": 1, "pipeline": 2, "commands": 2, "operator": 2, "ops": 3}
+KERNEL_LAYERS |= {"app": 4, "kernel": 4, "cli": 5, "console": 5, "__main__": 6}
 """Inside ``bot/`` imports run one way: ops → pipeline → delivery → the root types. Commands sit
-beside the pipeline (the router runs them; they act on lanes and sessions). The composition
+beside the pipeline (the router runs them; they act on lanes and sessions), and so do the
+operator's actions and views (``operator``), which the chat commands call too. The composition
 root (``app``, ``kernel``) wires all of those, and the command line starts it. The browser
-console is an operator surface beside the command line (it shares its views and actions);
-``switchboard run`` hands it to the daemon as an HTTP mount."""
+console is an operator surface beside the command line; what the two share lives in
+``operator``, never in one of them; ``switchboard run`` hands the console to the daemon as an
+HTTP mount."""
+OPERATOR_WRITES = {"access": {"take_pairing", "set_status"}, "outbox": {"revive", "purge"}}
+"""The store calls that are an operator's action (``store.access.set_status``…): made in
+``bot.operator.actions`` only, so the CLI, the console and the chat commands act alike."""
 MAX_TOP_LEVEL_MODULES = 15
 
 
@@ -164,6 +169,41 @@ def test_kernel_imports_run_one_way() -> None:
         if _layer(target) > _layer(module)
     }
     assert wrong == set()
+
+
+def test_the_console_never_imports_the_cli() -> None:
+    """Two operator surfaces side by side: what both need lives below both (``bot.operator``)."""
+    wrong = {
+        (module, target)
+        for module, targets in graph().items()
+        if module.startswith("bot.console")
+        for target in targets
+        if target == "bot.cli" or target.startswith("bot.cli.")
+    }
+    assert wrong == set()
+
+
+def _store_calls(path: Path) -> Iterator[tuple[str, str]]:
+    """``(table, method)`` of every ``<…>.table.method(…)`` call in a file."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        owner = node.func.value
+        if isinstance(owner, ast.Attribute):
+            yield owner.attr, node.func.attr
+
+
+def test_operator_actions_are_written_once() -> None:
+    wrong = {
+        (module, f"{table}.{method}")
+        for module, path in modules().items()
+        if module.startswith("bot.") and module != "bot.operator.actions"
+        for table, method in _store_calls(path)
+        if method in OPERATOR_WRITES.get(table, set())
+    }
+    assert wrong == set()
+    calls = set(_store_calls(modules()["bot.operator.actions"]))
+    assert calls >= {(t, m) for t, methods in OPERATOR_WRITES.items() for m in methods}
 
 
 def test_the_kernel_top_level_stays_small() -> None:

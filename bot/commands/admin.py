@@ -1,4 +1,5 @@
-"""Admin commands (design §9). The registry refuses non-admins and audits every call."""
+"""Admin commands (design §9). The registry refuses non-admins and audits every call; the
+actions themselves are the CLI's and the console's (``bot.operator.actions``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from bot.commands.markdown import code
 from bot.commands.registry import Command, CommandCall, CommandRegistry
 from bot.hub import ALL_CHANNELS
 from bot.messages import utc_now
+from bot.operator.actions import OperationRefused, approve_pairing, set_user_status
+from bot.operator.labels import status_change
 from bot.records import OutboxState, UserStatus
 from bot.registry import IMPORT_PATHS, EdgeKind
 
@@ -44,14 +47,17 @@ async def _admin(call: CommandCall) -> str:
 
 
 async def _set_user(call: CommandCall, status: UserStatus) -> str:
-    target = _user_arg(call)
     verb = "allow" if status is UserStatus.APPROVED else "deny"
+    usage = f"Usage: `/{verb} <user id>` or `/{verb} <channel>:<user id>`"
+    target = _user_arg(call)
     if target is None:
-        return f"Usage: `/{verb} <user id>` or `/{verb} <channel>:<user id>`"
+        return usage
     channel, user = target
-    await call.env.store.access.set_status(channel, user, status, call.actor)
-    done = "may now talk to the bot" if status is UserStatus.APPROVED else "is now blocked"
-    return f"{code(f'{channel}:{user}')} {done}."
+    try:
+        await set_user_status(call.env.store, channel, user, status, call.actor, audit=False)
+    except OperationRefused:
+        return usage
+    return f"{code(f'{channel}:{user}')} {status_change(status)}."
 
 
 async def _allow(call: CommandCall) -> str:
@@ -80,12 +86,10 @@ async def _pairing(call: CommandCall) -> str:
 async def _approve(call: CommandCall) -> str:
     if len(call.args) != 1:
         return "Usage: `/approve <code>`"
-    request = await call.env.store.access.take_pairing(call.args[0].upper(), utc_now())
-    if request is None:
+    try:
+        request = await approve_pairing(call.env.store, call.args[0], call.actor, audit=False)
+    except OperationRefused:
         return f"No pending request with code {code(call.args[0])} (it may have expired)."
-    await call.env.store.access.set_status(
-        request.channel, request.user_id, UserStatus.APPROVED, call.actor
-    )
     who = request.display_name or request.user_id
     return f"Approved {who} ({code(f'{request.channel}:{request.user_id}')})."
 

@@ -2,5 +2,6 @@
 on the daemon's HTTP server, with the same views and actions as the operator CLI.
 
 ``app`` mounts it; ``auth`` and ``login_links`` let operators in; ``pages_*`` render the
-views; every action goes through ``bot.cli.operator.operations`` (what the CLI runs).
+views from ``bot.operator`` and act through ``bot.operator.actions``, what the CLI and the
+chat commands run too. The console never imports the CLI (tests/test_layering.py).
 """

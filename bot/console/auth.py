@@ -1,12 +1,14 @@
 """Console sessions: signed cookies, their CSRF tokens, and the login rate limit.
 
-A session cookie carries the operator's name, its expiry and a random nonce, signed with an
-HMAC key derived from ``console.token``: it works on every replica that shares the token,
-survives a restart, and changing the token ends every session. Logging out records the nonce
-in the store until the session would have expired (``Revocations``), so the cookie stays dead
-after a restart and on every replica; the cookie is cleared too. The CSRF token of a session
-is an HMAC of its nonce, so a page cannot be made to act without having been served to the
-session first.
+A session cookie carries the operator's name, its expiry and a random nonce, signed by
+``itsdangerous`` (``URLSafeSerializer``, HMAC-SHA256, salted) with a key derived from
+``console.token``: it works on every replica that shares the token, survives a restart, and
+changing the token ends every session. The expiry is fixed when the session is issued and
+checked here (a reload that changes ``console.session_ttl_s`` leaves running sessions as
+they were). Logging out records the nonce in the store until the session would have expired
+(``Revocations``), so the cookie stays dead after a restart and on every replica; the cookie
+is cleared too. The CSRF token of a session is the signature of its nonce under another salt,
+so a page cannot be made to act without having been served to the session first.
 
 The login limit counts failures per client address: the peer, or behind a proxy listed in
 ``console.trusted_proxies`` the address that proxy put in ``X-Forwarded-For``. Past the limit,
@@ -16,7 +18,6 @@ be locked out (a token of at least 16 characters cannot be guessed at any rate a
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import secrets
@@ -28,13 +29,16 @@ from datetime import UTC, datetime
 from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
 from typing import Final
 
+from itsdangerous import BadData, Signer, URLSafeSerializer
+
 from bot.ports import Store
 from bot.ports.console_sessions import console_sessions_of
 
 COOKIE_NAME: Final = "switchboard_console"
 COOKIE_PATH: Final = "/console"
-_VERSION: Final = "v1"
 _KEY_CONTEXT: Final = b"switchboard-console-session:"
+_SESSION_SALT: Final = "switchboard-console-session"
+_CSRF_SALT: Final = "switchboard-console-csrf"
 LOGIN_WINDOW_S: Final = 60.0
 
 
@@ -60,46 +64,45 @@ class SessionSigner:
     """Issues and checks session cookies under one token (a new token, a new signer)."""
 
     def __init__(self, token: str, clock: Callable[[], float] = time.time) -> None:
-        self._key = hashlib.sha256(_KEY_CONTEXT + token.encode()).digest()
+        key = hashlib.sha256(_KEY_CONTEXT + token.encode()).digest()
+        self._cookies = URLSafeSerializer(
+            key, salt=_SESSION_SALT, signer_kwargs={"digest_method": hashlib.sha256}
+        )
+        self._csrf = Signer(key, salt=_CSRF_SALT, digest_method=hashlib.sha256)
         self._clock = clock
 
     def issue(self, name: str, ttl_s: float) -> tuple[Session, str]:
         session = Session(
             name=clean_name(name), nonce=secrets.token_urlsafe(18),
-            expires_at=self._clock() + ttl_s,
+            expires_at=float(int(self._clock() + ttl_s)),
         )  # fmt: skip
-        encoded = base64.urlsafe_b64encode(session.name.encode()).decode().rstrip("=")
-        body = f"{_VERSION}.{encoded}.{int(session.expires_at)}.{session.nonce}"
-        return session, f"{body}.{self._sign(body)}"
+        body = {"name": session.name, "nonce": session.nonce, "exp": int(session.expires_at)}
+        return session, self._cookies.dumps(body)
 
     def verify(self, cookie: str | None) -> Session | None:
         """The session a cookie stands for; ``None`` when forged, expired or logged out."""
         if not cookie:
             return None
-        body, _, signature = cookie.rpartition(".")
-        if not body or not hmac.compare_digest(signature, self._sign(body)):
-            return None
-        parts = body.split(".")
-        if len(parts) != 4 or parts[0] != _VERSION or not parts[2].isdigit():
-            return None
-        expires_at = float(parts[2])
-        if expires_at <= self._clock():
-            return None
-        padded = parts[1] + "=" * (-len(parts[1]) % 4)
         try:
-            name = base64.urlsafe_b64decode(padded).decode()
-        except (ValueError, UnicodeDecodeError):
+            body = self._cookies.loads(cookie)
+        except BadData:
             return None
-        return Session(name=name, nonce=parts[3], expires_at=expires_at)
+        if not isinstance(body, dict):
+            return None
+        name, nonce, expires = body.get("name"), body.get("nonce"), body.get("exp")
+        if not isinstance(name, str) or not isinstance(nonce, str) or type(expires) is not int:
+            return None
+        if expires <= self._clock():
+            return None
+        return Session(name=name, nonce=nonce, expires_at=float(expires))
 
     def csrf_token(self, session: Session) -> str:
-        return self._sign(f"csrf:{session.nonce}")
+        return self._csrf.get_signature(session.nonce).decode()
 
     def csrf_valid(self, session: Session, offered: str | None) -> bool:
-        return bool(offered) and hmac.compare_digest(offered or "", self.csrf_token(session))
-
-    def _sign(self, text: str) -> str:
-        return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()[:43]
+        """Compared as text: base64 decoding would let a token with other spare bits pass."""
+        expected = self.csrf_token(session).encode()
+        return bool(offered) and hmac.compare_digest((offered or "").encode(), expected)
 
 
 class Revocations:

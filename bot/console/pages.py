@@ -10,11 +10,10 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from bot.cli.operator.operations import OperationRefused
 from bot.console.auth import Session, SessionSigner
 from bot.console.context import ConsoleDeps
 from bot.console.render import render
-from bot.ports.schedules import ScheduleRefused
+from bot.operator.actions import OperationRefused
 
 DEPS: Final = web.AppKey("console_deps", ConsoleDeps)
 CURRENT: Final = web.RequestKey("console_session", tuple[Session, SessionSigner])
@@ -60,10 +59,10 @@ def back(path: str, *, note: str = "", failed: str = "") -> web.HTTPSeeOther:
 
 @contextmanager
 def refusals_go_back(path: str) -> Iterator[None]:
-    """An action the operations refuse: back to the page ``path``, saying why."""
+    """An action the operator actions refuse: back to the page ``path``, saying why."""
     try:
         yield
-    except (OperationRefused, ScheduleRefused) as exc:
+    except OperationRefused as exc:
         raise back(path, failed=str(exc)) from None
 
 

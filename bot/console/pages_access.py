@@ -1,6 +1,6 @@
 """``/console/access``: pending pairing requests (approve, deny), users let in or blocked
 (allow, deny), and the admins of the configuration. The actions are the CLI's and the chat
-commands' (``bot.cli.operator.operations``), audited as ``console:<name>``."""
+commands' (``bot.operator.actions``), audited as ``console:<name>``."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from bot.cli.operator.operations import approve_pairing, deny_pairing, set_user_status
-from bot.cli.operator.output import USER_HEADERS, user_cells
 from bot.console.pages import back, deps, form, page, refusals_go_back, session
+from bot.operator.actions import approve_pairing, deny_pairing, set_user_status
+from bot.operator.labels import USER_HEADERS, approved, status_change, user_cells
 from bot.records import UserStatus
 
 PATH = "/console/access"
@@ -40,8 +40,7 @@ async def _approve(request: web.Request) -> web.Response:
     code = (await form(request)).get("code", "")
     with refusals_go_back(PATH):
         done = await approve_pairing(deps(request).store, code, session(request).actor)
-    who = done.display_name or done.user_id
-    raise back(PATH, note=f"approved {who} ({done.channel}:{done.user_id})")
+    raise back(PATH, note=approved(done))
 
 
 async def _deny(request: web.Request) -> web.Response:
@@ -60,5 +59,4 @@ async def _user(request: web.Request) -> web.Response:
     channel, user = fields.get("channel", ""), fields.get("user", "")
     with refusals_go_back(PATH):
         await set_user_status(deps(request).store, channel, user, status, session(request).actor)
-    done = "may now talk to the bot" if verb == "allow" else "is now blocked"
-    raise back(PATH, note=f"{channel.strip()}:{user.strip()} {done}")
+    raise back(PATH, note=f"{channel.strip()}:{user.strip()} {status_change(status)}")

@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from bot.cli.operator.trace import MessageTrace, answering_turn, run_outcome
 from bot.console.pages import deps, page
 from bot.messages import ConversationKey, OutboundText
+from bot.operator.trace import MessageTrace, answering_turn, run_outcome
 from bot.ports import Store
 from bot.ports.activity import journal_window_of
 from bot.ports.mutes import Mute, mutes_of

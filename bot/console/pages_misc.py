@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bot.cli.operator.output import AUDIT_HEADERS, audit_cells, describe_delivery
-from bot.cli.operator.schedule import HEADERS as SCHEDULE_HEADERS
-from bot.cli.operator.schedule import latest_firing, schedule_cells
-from bot.console.pages import back, deps, form, page, session
+from bot.console.pages import back, deps, form, page, refusals_go_back, session
 from bot.delivery.push_rows import push_kind
+from bot.operator.actions import cancel_schedule
+from bot.operator.labels import AUDIT_HEADERS, audit_cells, describe_delivery
+from bot.operator.schedules import HEADERS as SCHEDULE_HEADERS
+from bot.operator.schedules import latest_firing, schedule_cells
 from bot.pipeline.schedule_book import ScheduleBook
-from bot.ports.schedules import ScheduleRefused, schedules_of
+from bot.ports.schedules import schedules_of
 from bot.records import OutboxState
 
 PATH = "/console/schedules"
@@ -53,10 +54,8 @@ async def _cancel(request: web.Request) -> web.Response:
     text = (await form(request)).get("schedule_id", "").strip()
     if not text.isdigit():
         raise back(PATH, failed=f"not a schedule id: {text!r}")
-    try:
-        await ScheduleBook(found.settings, found.store).cancel(int(text), session(request).actor)
-    except ScheduleRefused as exc:
-        raise back(PATH, failed=str(exc).replace(" in this chat", "")) from None
+    with refusals_go_back(PATH):
+        await cancel_schedule(found.settings, found.store, int(text), session(request).actor)
     raise back(PATH, note=f"schedule {text} cancelled")
 
 

@@ -1,15 +1,15 @@
 """``/console/outbox``: pending rows and dead letters; retry one or all dead letters, purge
 sent or dead rows (confirmed by typing the state). The actions are the CLI's
-(``bot.cli.operator.operations``), audited as ``console:<name>``."""
+(``bot.operator.actions``), audited as ``console:<name>``."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from bot.cli.operator.operations import purge_rows, retry_dead
-from bot.cli.operator.output import describe_delivery
 from bot.console.pages import back, deps, form, page, session
 from bot.delivery.push_rows import push_kind
+from bot.operator.actions import purge_rows, retry_dead
+from bot.operator.labels import describe_delivery
 from bot.records import OutboxState
 
 PATH = "/console/outbox"

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from bot.cli.operator.output import REPLICA_HEADERS, replica_cells
 from bot.console.activity import POINTS_LOOKED_AT, WINDOWS, series
 from bot.console.context import ConsoleDeps
 from bot.console.pages import deps, page
 from bot.console.render import render
+from bot.operator.labels import REPLICA_HEADERS, replica_cells
 from bot.ports.activity import journal_window_of
 from bot.records import InboundStatus
 

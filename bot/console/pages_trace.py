@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bot.cli.operator.output import describe_delivery
-from bot.cli.operator.schedule import trace_schedule
-from bot.cli.operator.trace import dedupe_text, run_outcome, trace_message, trace_push
 from bot.console.pages import deps, page
+from bot.operator.labels import describe_delivery
+from bot.operator.schedules import trace_schedule
+from bot.operator.trace import dedupe_text, run_outcome, trace_message, trace_push
 
 
 def add_routes(router: web.UrlDispatcher) -> None:

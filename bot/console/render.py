@@ -10,7 +10,7 @@ from typing import Final
 import jinja2
 from aiohttp import web
 
-from bot.cli.operator.output import clip, when
+from bot.operator.labels import clip, when
 
 STATIC_TYPES: Final = {
     ".js": "text/javascript",

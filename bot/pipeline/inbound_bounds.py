@@ -18,12 +18,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from typing_extensions import override
+
 from bot.config.settings import Settings
 from bot.messages import ChatType, InboundMessage
+from bot.metrics import DropReason
+from bot.pipeline.bus import Accepted
 from bot.pipeline.clarifications import Clarifications
+from bot.pipeline.route import RouteActions, RouteStep, Routing
 
 Addressed = Callable[[InboundMessage], Awaitable[bool]]
-"""Whether a group message is for the bot (the router's mention / reply / topic rule)."""
+"""Whether a group message is for the bot (``addressing.Addressing``: mention, reply, topic)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,3 +76,25 @@ class InboundBounds:
         if await self._addressed(message):
             return True
         return await self._clarifications.awaits_answer(message)
+
+
+class RefuseOversize(RouteStep):
+    """The route's length check, after access and before a command, an answer or a turn
+    uses the text; ``RevisionStep`` checks edits with ``refuse`` (never as commands)."""
+
+    def __init__(self, bounds: InboundBounds, actions: RouteActions) -> None:
+        self._bounds = bounds
+        self._actions = actions
+
+    @override
+    async def route(self, item: Accepted, ctx: Routing) -> str | None:
+        return await self.refuse(item, is_command=ctx.asked is not None)
+
+    async def refuse(self, item: Accepted, *, is_command: bool) -> str | None:
+        """Refuse a message over ``max_inbound_chars``; ``None``: go on."""
+        oversize = await self._bounds.check(item.message, is_command=is_command)
+        if oversize is None:
+            return None
+        if oversize.reply:
+            await self._actions.tell_sender(item, oversize.reply)
+        return await self._actions.drop(item, DropReason.TOO_LONG)

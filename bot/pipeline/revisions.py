@@ -31,6 +31,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from typing_extensions import override
+
 from bot.config.revisions import EditAfterAnswer
 from bot.config.settings import Settings
 from bot.delivery.outbox import Outbox
@@ -42,8 +44,11 @@ from bot.messages import (
     RevisionKind,
 )
 from bot.pipeline.bus import Accepted
+from bot.pipeline.group_context import GroupContext
+from bot.pipeline.inbound_bounds import RefuseOversize
 from bot.pipeline.lanes import Lanes, Revised, TurnRequest
 from bot.pipeline.revised_turns import WITHDRAWN_REASON, removal_item, remove_left_placeholder
+from bot.pipeline.route import RouteStep, Routing
 from bot.pipeline.sessions import Sessions, destination_for
 from bot.ports import Store
 from bot.records import ChatRef, InboundStatus, JournalEntry, OutboxItem, OutboxState
@@ -254,3 +259,23 @@ def _answered(entry: JournalEntry | None) -> bool:
     return (
         entry is not None and entry.status in ANSWERED_STATES and entry.reason != SUPERSEDED_REASON
     )
+
+
+class RevisionStep(RouteStep):
+    """The route's step for edits and recalls, before the command parse and access (their
+    author's message already passed there): a long edit is dropped without a word, and
+    group chatter kept as context is changed or forgotten too."""
+
+    def __init__(self, revisions: Revisions, oversize: RefuseOversize, heard: GroupContext) -> None:
+        self._revisions = revisions
+        self._oversize = oversize
+        self._heard = heard
+
+    @override
+    async def route(self, item: Accepted, ctx: Routing) -> str | None:
+        if item.message.revision is None:
+            return None
+        if refused := await self._oversize.refuse(item, is_command=False):
+            return refused
+        self._heard.revise(item.message)
+        return await self._revisions.handle(item)

@@ -2,7 +2,8 @@
 dead-letter queue and on access requests (design §8, §10).
 
 Every change is written to the audit table as ``cli:<login name>``, like the chat admin
-commands are (design §9), through the ``operations`` the browser console uses too. The running
+commands are (design §9), through the actions (``bot.operator.actions``) the browser console
+and the chat commands use too. The running
 daemon needs no signal: its outbox worker looks for due rows at least every ``IDLE_POLL_S``
 seconds, and access checks read the store on each message.
 """
@@ -11,31 +12,30 @@ from __future__ import annotations
 
 import argparse
 
-from bot.cli.operator.operations import (
-    OperationRefused,
-    approve_pairing,
-    deny_pairing,
-    purge_rows,
-    retry_dead,
-)
-from bot.cli.operator.output import (
-    OUTBOX_HEADERS,
-    PAIRING_HEADERS,
-    outbox_cells,
-    outbox_json,
-    pairing_cells,
-    pairing_json,
-    print_json,
-    say,
-    show,
-    table,
-)
+from bot.cli.operator.output import print_json, say, show
 from bot.cli.operator.runner import EXIT_FAILED, opened_store, operator_actor
 from bot.cli.options import CommandFailed
 from bot.config.settings import Settings
 from bot.delivery.outbox import IDLE_POLL_S
 from bot.exit_codes import EXIT_OK
 from bot.messages import utc_now
+from bot.operator.actions import (
+    OperationRefused,
+    approve_pairing,
+    deny_pairing,
+    purge_rows,
+    retry_dead,
+)
+from bot.operator.labels import (
+    OUTBOX_HEADERS,
+    PAIRING_HEADERS,
+    approved,
+    outbox_cells,
+    outbox_json,
+    pairing_cells,
+    pairing_json,
+    table,
+)
 from bot.records import OutboxState
 
 
@@ -109,9 +109,7 @@ async def pairing_approve(args: argparse.Namespace, settings: Settings) -> int:
             request = await approve_pairing(store, args.code, operator_actor())
         except OperationRefused as exc:
             raise CommandFailed(str(exc), EXIT_FAILED) from None
-    user = f"{request.channel}:{request.user_id}"
-    who = request.display_name or request.user_id
-    _done(args, f"approved {who} ({user})", request=pairing_json(request))
+    _done(args, approved(request), request=pairing_json(request))
     return EXIT_OK
 
 

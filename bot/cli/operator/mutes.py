@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.cli.operator.output import JsonObject, iso, key_json, when
+from bot.operator.labels import JsonObject, iso, key_json, when
 from bot.ports.mutes import Mute
 
 LISTED = 20

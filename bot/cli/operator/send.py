@@ -17,7 +17,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from bot.cli.operator.output import describe_delivery, print_json, say, show, table, when
+from bot.cli.operator.output import print_json, say, show
 from bot.cli.operator.runner import EXIT_FAILED, opened_store, operator_actor
 from bot.cli.options import CommandFailed
 from bot.config.settings import Settings
@@ -26,6 +26,7 @@ from bot.delivery.outbox import IDLE_POLL_S
 from bot.errors import ConfigError
 from bot.exit_codes import EXIT_CONFIG, EXIT_OK
 from bot.messages import ChatType
+from bot.operator.labels import describe_delivery, table, when
 from bot.ops.push_api import receipt_json, report_json
 from bot.ops.push_body import checked_key
 from bot.ops.pushes import cli_pusher

@@ -18,13 +18,14 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from bot.cli.operator.output import print_json, say, show, table
+from bot.cli.operator.output import print_json, say, show
 from bot.cli.operator.runner import EXIT_FAILED, operator_actor
 from bot.cli.options import CommandFailed, load_config
 from bot.config.settings import Settings
 from bot.config.store import SQLITE_FILENAME, StoreBackend, StoreSettings
 from bot.errors import InstanceLocked, StoreError
 from bot.exit_codes import EXIT_OK
+from bot.operator.labels import table
 from bot.ops.instance_lock import LOCK_FILE_NAME, InstanceLock
 from bot.registry import EdgeKind, load, store_for
 

@@ -7,7 +7,16 @@ import argparse
 from dataclasses import dataclass
 
 from bot.cli.operator.mutes import mute_json, mute_lines
-from bot.cli.operator.output import (
+from bot.cli.operator.output import print_json, say, show
+from bot.cli.operator.readyz import Readiness, fetch_readiness, readiness_json
+from bot.cli.operator.runner import EXIT_FAILED, opened_store
+from bot.cli.options import CommandFailed
+from bot.config.settings import Settings
+from bot.delivery.push_rows import push_kind
+from bot.exit_codes import EXIT_OK
+from bot.hub import ALL_CHANNELS, pause_setting
+from bot.messages import utc_now
+from bot.operator.labels import (
     AUDIT_HEADERS,
     CONVERSATION_HEADERS,
     REPLICA_HEADERS,
@@ -18,26 +27,15 @@ from bot.cli.operator.output import (
     conversation_cells,
     conversation_json,
     iso,
-    print_json,
     replica_cells,
     replica_json,
-    say,
-    show,
     table,
     user_cells,
     user_json,
     when,
 )
-from bot.cli.operator.readyz import Readiness, fetch_readiness, readiness_json
-from bot.cli.operator.runner import EXIT_FAILED, opened_store
-from bot.cli.operator.schedule import trace_schedule
-from bot.cli.operator.trace import trace_json, trace_message, trace_push, trace_text
-from bot.cli.options import CommandFailed
-from bot.config.settings import Settings
-from bot.delivery.push_rows import push_kind
-from bot.exit_codes import EXIT_OK
-from bot.hub import ALL_CHANNELS, pause_setting
-from bot.messages import utc_now
+from bot.operator.schedules import trace_schedule
+from bot.operator.trace import trace_json, trace_message, trace_push, trace_text
 from bot.ports import Store
 from bot.ports.mutes import Mute, mutes_of
 from bot.ports.schedules import ScheduleCounts, schedules_of

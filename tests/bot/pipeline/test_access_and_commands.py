@@ -41,6 +41,7 @@ async def test_pairing_code_then_approve_lets_the_user_in(tmp_path: Path) -> Non
     assert [run.turn.text for run in agent.runs] == ["now?"]
     assert sum(code in text for text in channel.texts()) >= 2
     assert {entry.action for entry in audit} >= {"/approve", "/pairing"}
+    assert "pairing approve" not in {entry.action for entry in audit}  # one row per command
     assert first.status is InboundStatus.DROPPED
     assert first.reason == "not_allowed"
 

@@ -1,4 +1,5 @@
-"""``switchboard trace``: the whole path of one inbound message, read from the store.
+"""The whole path of one inbound message, read from the store (``switchboard trace`` prints
+it, ``/console/trace`` shows it).
 
 The journal entry gives the dedupe decision (the first delivery is ``accepted``, each
 redelivery is dropped as ``duplicate``), the routing decision (status and reason), the
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.cli.operator.output import (
+from bot.operator.labels import (
     NONE,
     JsonObject,
     clip,

@@ -1,18 +1,24 @@
-"""The operator's actions on the store, shared by the CLI (``actions``) and the browser
-console (``bot.console``): each changes the store and writes the audit row naming its actor
-(``cli:<login>``, ``console:<name>``), so both leave the same trace (design §9, §23).
+"""The operator's actions on the store, written once for every surface that offers them: the
+CLI (``cli:<login>``), the browser console (``console:<name>``) and the chat admin commands
+(the admin's ``channel:user``).
 
+Each changes the store and writes the audit row naming its actor, so every surface leaves the
+same trace (design §9, §23). The chat commands pass ``audit=False``: their registry already
+audits every admin command as it was typed (``/approve CODE``), and one action is one row.
 They return what happened and raise ``OperationRefused`` for a request that cannot be done;
-printing, exit codes and pages are their callers'.
+wording, exit codes and pages are their callers'.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from bot.config.settings import Settings
 from bot.messages import utc_now
+from bot.pipeline.schedule_book import ScheduleBook
 from bot.ports import Store
+from bot.ports.schedules import Schedule, ScheduleRefused
 from bot.records import OutboxState, PairingRequest, UserStatus
 
 
@@ -25,6 +31,9 @@ class Revived:
     revived: int
     refused: dict[int, str] = field(default_factory=dict)
     """Rows asked for that are not dead letters, and why."""
+
+
+# --------------------------------------------------------------------------- outbox
 
 
 async def retry_dead(store: Store, row_ids: Sequence[int], actor: str) -> Revived:
@@ -61,16 +70,21 @@ async def purge_rows(store: Store, state: OutboxState, actor: str) -> int:
     return purged
 
 
-async def approve_pairing(store: Store, code: str, actor: str) -> PairingRequest:
+# --------------------------------------------------------------------------- access
+
+
+async def approve_pairing(
+    store: Store, code: str, actor: str, *, audit: bool = True
+) -> PairingRequest:
     """Let the requester in (the code works once)."""
     code = code.strip().upper()
     request = await store.access.take_pairing(code, utc_now())
     if request is None:
         raise _no_request(code)
     await store.access.set_status(request.channel, request.user_id, UserStatus.APPROVED, actor)
-    await store.audit.record(
-        actor, "pairing approve", f"{code} {request.channel}:{request.user_id}"
-    )
+    if audit:
+        detail = f"{code} {request.channel}:{request.user_id}"
+        await store.audit.record(actor, "pairing approve", detail)
     return request
 
 
@@ -81,16 +95,32 @@ async def deny_pairing(store: Store, code: str, actor: str) -> None:
     await store.audit.record(actor, "pairing deny", code)
 
 
-async def set_user_status(
-    store: Store, channel: str, user_id: str, status: UserStatus, actor: str
+async def set_user_status(  # noqa: PLR0913 - who, to what, by whom; a keyword option
+    store: Store, channel: str, user_id: str, status: UserStatus, actor: str, *, audit: bool = True
 ) -> None:
-    """``/allow`` and ``/deny`` of the chat admin commands, from outside a chat."""
-    if not channel.strip() or not user_id.strip():
+    """Let a user talk to the bot, or block them (``/allow``, ``/deny``)."""
+    channel, user_id = channel.strip(), user_id.strip()
+    if not channel or not user_id:
         raise OperationRefused("both the channel and the user id are needed")
-    await store.access.set_status(channel.strip(), user_id.strip(), status, actor)
-    verb = "allow" if status is UserStatus.APPROVED else "deny"
-    await store.audit.record(actor, f"user {verb}", f"{channel.strip()}:{user_id.strip()}")
+    await store.access.set_status(channel, user_id, status, actor)
+    if audit:
+        verb = "allow" if status is UserStatus.APPROVED else "deny"
+        await store.audit.record(actor, f"user {verb}", f"{channel}:{user_id}")
 
 
 def _no_request(code: str) -> OperationRefused:
     return OperationRefused(f"no pending request with code {code} (it may have expired)")
+
+
+# --------------------------------------------------------------------------- schedules
+
+
+async def cancel_schedule(
+    settings: Callable[[], Settings], store: Store, schedule_id: int, actor: str
+) -> Schedule:
+    """Cancel any chat's schedule (the book audits it). The book's refusal speaks to a chat
+    ("… in this chat"); from outside one it names the schedule only."""
+    try:
+        return await ScheduleBook(settings, store).cancel(schedule_id, actor)
+    except ScheduleRefused as exc:
+        raise OperationRefused(str(exc).replace(" in this chat", "")) from None
