@@ -17,7 +17,7 @@ from typing import Protocol
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from bot.config.settings import HttpSettings
+from bot.config.http import HttpSettings
 from bot.errors import BotError, StoreError
 from bot.hub import ChannelState
 from bot.metrics import Counters

@@ -23,7 +23,7 @@ from typing import Final
 from aiohttp import web
 from pydantic import ValidationError
 
-from bot.config.settings import PushApiSettings
+from bot.config.http import PushApiSettings
 from bot.errors import StoreError
 from bot.metrics import PushMetrics
 from bot.ops.push_body import PushRequestBody, checked_key, field_problems

@@ -7,7 +7,7 @@ from typing import Final, cast
 
 import aiohttp
 
-from bot.config.settings import HttpSettings
+from bot.config.http import HttpSettings
 
 READYZ_TIMEOUT_S: Final = 3.0
 
