@@ -72,10 +72,17 @@ async def _postgres(stack: AsyncExitStack, url: str, schema: str) -> AsyncPostgr
             create = sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))
             await conn.execute(create)  # racing replicas would collide without the lock
             pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(
-                url, min_size=1, max_size=POOL_MAX, open=False,
-                kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
-                        "options": options},
-            )  # fmt: skip
+                url,
+                min_size=1,
+                max_size=POOL_MAX,
+                open=False,
+                kwargs={
+                    "autocommit": True,
+                    "prepare_threshold": 0,
+                    "row_factory": dict_row,
+                    "options": options,
+                },
+            )
             await pool.open(wait=True)
             stack.push_async_callback(pool.close)
             saver = AsyncPostgresSaver(pool)

@@ -322,8 +322,10 @@ class RemoteBackend(StartClose):
         except TimeoutError:
             logger.warning(
                 "run %s on thread %s: no confirmation of the cancel within %.1fs",
-                run_id, thread_id, self._cancel_timeout_s,
-            )  # fmt: skip
+                run_id,
+                thread_id,
+                self._cancel_timeout_s,
+            )
         except httpx.HTTPError as exc:
             if _status_of(exc) not in _CONFLICT_OR_GONE:
                 logger.warning("run %s on thread %s: cancel failed: %s", run_id, thread_id, exc)

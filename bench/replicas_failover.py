@@ -28,7 +28,7 @@ from typing import Any
 from bench.replicas_fleet import Backend, Fleet, Replica, Run, log_findings
 from bench.replicas_load import ClosedLoop, Lost, chat_of, score, summary
 from bench.replicas_store import HeartbeatWatch, fresh_schema, leases, replica_ids
-from bot.ops.replica import heartbeat_interval
+from bot.fleet.replica import heartbeat_interval
 from tests.fakes.telegram_api import FakeTelegram
 
 SLACK_S = 2.0

@@ -24,23 +24,23 @@ from bot.config.store import StoreBackend
 from bot.delivery.budget import SendBudget
 from bot.errors import ConfigError, InstanceLocked, StoreError
 from bot.exit_codes import EXIT_CONFIG, EXIT_OK, EXIT_TEMPFAIL
+from bot.fleet.replica import ReplicaHeartbeat, identify
+from bot.fleet.shared_storage import warn_unless_shared
 from bot.hub import ChannelHub
 from bot.kernel import Kernel, build_kernel
 from bot.ops.http import HttpMount, HttpServer, ListenError, RouteTable
 from bot.ops.instance_lock import InstanceLock
 from bot.ops.kernel_tasks import KernelTasks, Loop
 from bot.ops.private_files import make_state_dir
-from bot.ops.push_api import PushApi
 from bot.ops.readiness import Readiness
 from bot.ops.reload import Reloader
-from bot.ops.replica import ReplicaHeartbeat, identify
-from bot.ops.schedules import start_proactive_loops
 from bot.ops.sdnotify import SystemdNotifier, announce_channels
-from bot.ops.shared_storage import warn_unless_shared
 from bot.ops.signals import stop_and_reload_signals
 from bot.ops.supervision import ChannelFactory, Fleet, SupervisionPolicy
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
+from bot.push.api import PushApi
 from bot.registry import EdgeKind, load, store_for
+from bot.schedules.loops import schedule_loop
 
 logger = logging.getLogger(__name__)
 
@@ -174,13 +174,15 @@ class Daemon:
             push = PushApi(self.settings.http.push_api, pusher, store, kernel.counters.pushes)
             mounts = [m(self._current, kernel, heartbeat.replica.id) for m in self.options.mounts]
             self.http = HttpServer(
-                self.settings.http, readiness, kernel.counters, routes, heartbeat.replica,
-                push=push, mounts=[mount for mount in mounts if mount is not None],
-            )  # fmt: skip
-            start_proactive_loops(
-                self.kernel_tasks, self.ready, settings=self.settings, store=store, pusher=pusher,
-                replica_id=heartbeat.replica.id, counters=kernel.counters,
-            )  # fmt: skip
+                self.settings.http,
+                readiness,
+                kernel.counters,
+                routes,
+                heartbeat.replica,
+                push=push,
+                mounts=[mount for mount in mounts if mount is not None],
+            )
+            self._start_push_loops(kernel, heartbeat.replica.id)
             stack.push_async_callback(self.kernel_tasks.stop)
             await self.http.start()
             stack.push_async_callback(self.http.aclose)
@@ -192,15 +194,28 @@ class Daemon:
         logger.info("stopped" if self.exit_status == EXIT_OK else "stopped after a failure")
         return self.exit_status
 
+    def _start_push_loops(self, kernel: Kernel, replica_id: str) -> None:
+        """The kernel loops ``pushes`` (a daemon alone on its store: a shared store's
+        ``ownership`` sweep takes what the CLI recorded) and ``schedules`` (design §19), each
+        started once the daemon is ready."""
+        if not kernel.store.leases.shared:
+            self.kernel_tasks.start("pushes", functools.partial(kernel.pusher.pick_up, self.ready))
+        settings, counters = self.settings, kernel.counters
+        loop = schedule_loop(settings, kernel.store, kernel.pusher.push, replica_id, counters)
+        if loop is not None:
+            self.kernel_tasks.start("schedules", functools.partial(loop, self.ready))
+
     async def _share_send_budget(
         self, heartbeat: ReplicaHeartbeat, store: Store, kernel: Kernel
     ) -> None:
         """Replicas of one store keep one budget per bot (``bot/delivery/budget.py``): this
         one's part is taken now and again after every heartbeat."""
         budget = SendBudget(
-            store.leases, kernel.limiter, replica_id=heartbeat.replica.id,
+            store.leases,
+            kernel.limiter,
+            replica_id=heartbeat.replica.id,
             expiry_s=lambda: self.settings.daemon.replica_expiry_s,
-        )  # fmt: skip
+        )
         await budget.refresh()
         heartbeat.after_beat.append(budget.refresh)
         heartbeat.after_beat.append(kernel.fence.verify)  # a stall is noticed within a beat
@@ -370,9 +385,10 @@ class Daemon:
 
     def _signals(self, reloader: Reloader) -> contextlib.AbstractContextManager[None]:
         return stop_and_reload_signals(
-            install=self.options.install_signals, request_stop=self.request_stop,
+            install=self.options.install_signals,
+            request_stop=self.request_stop,
             on_sighup=reloader.on_sighup,
-        )  # fmt: skip
+        )
 
 
 async def _step(name: str, awaitable: Awaitable[object]) -> None:

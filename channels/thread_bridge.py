@@ -69,8 +69,11 @@ class ThreadBridge:
         except (TimeoutError, concurrent.futures.CancelledError, RuntimeError) as exc:
             if isinstance(exc, LoopThreadError):
                 raise
-            logger.warning("intake did not answer (%s); leaving %d event(s) unacknowledged",
-                           type(exc).__name__, len(messages))  # fmt: skip
+            logger.warning(
+                "intake did not answer (%s); leaving %d event(s) unacknowledged",
+                type(exc).__name__,
+                len(messages),
+            )
             return [Admission.CLOSED] * len(messages)
 
     def call(self, coroutine: Coroutine[Any, Any, T], *, timeout: float) -> T:

@@ -90,10 +90,15 @@ class SqlAccessStore(AccessStore):
                 "INSERT INTO pairing_requests (code, channel, user_id, display_name, chat_id,"
                 " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
-                    r.code, r.channel, r.user_id, r.display_name, r.chat_id,
-                    self._time(r.created_at), self._time(r.expires_at),
+                    r.code,
+                    r.channel,
+                    r.user_id,
+                    r.display_name,
+                    r.chat_id,
+                    self._time(r.created_at),
+                    self._time(r.expires_at),
                 ),
-            )  # fmt: skip
+            )
 
     @override
     async def pending_pairings(

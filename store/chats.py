@@ -34,6 +34,8 @@ class SqlChatDirectory(ChatDirectory):
             return None
         message = decode_inbound(self._db.dialect.columns(row).text("message"))
         return KnownChat(
-            channel=message.channel, account_id=message.account_id,
-            chat_id=message.chat_id, chat_type=message.chat_type,
-        )  # fmt: skip
+            channel=message.channel,
+            account_id=message.account_id,
+            chat_id=message.chat_id,
+            chat_type=message.chat_type,
+        )

@@ -42,11 +42,20 @@ class SqlClarificationStore(ClarificationStore):
             " created_at, expires_at, state, answer)"
             f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {dialect.strings}, ?, ?, ?, ?, ?)",
             (
-                c.id, *key_values(c.key), c.chat_type, c.thread_id, c.asked_user_id, c.question,
-                dialect.array(c.options), c.question_message_id, self._time(c.created_at),
-                self._time(c.expires_at), c.state, c.answer,
+                c.id,
+                *key_values(c.key),
+                c.chat_type,
+                c.thread_id,
+                c.asked_user_id,
+                c.question,
+                dialect.array(c.options),
+                c.question_message_id,
+                self._time(c.created_at),
+                self._time(c.expires_at),
+                c.state,
+                c.answer,
             ),
-        )  # fmt: skip
+        )
 
     @override
     async def set_question_message(self, clarification_id: str, message_id: str) -> None:

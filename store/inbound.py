@@ -63,9 +63,16 @@ class SqlInboundJournal(InboundJournal):
         params: list[object] = []
         for message, correlation_id in entries:
             params += (
-                message.channel, message.account_id, message.chat_id, message.message_id,
-                encode_inbound(message), correlation_id, InboundStatus.ACCEPTED, now, now,
-            )  # fmt: skip
+                message.channel,
+                message.account_id,
+                message.chat_id,
+                message.message_id,
+                encode_inbound(message),
+                correlation_id,
+                InboundStatus.ACCEPTED,
+                now,
+                now,
+            )
         placeholders = ", ".join([_ROW_PLACEHOLDERS] * len(entries))
         rows = await self._db.rows(_INSERT.format(rows=placeholders), params)
         return journaled_ids(entries, map(self._db.dialect.columns, rows))

@@ -48,8 +48,10 @@ class SqlJournalWindow(JournalWindow):
         for row in rows:
             cols = self._db.dialect.columns(row)
             point = JournalPoint(
-                status=InboundStatus(cols.text("status")), reason=cols.opt_text("reason"),
-                recorded_at=cols.at("recorded_at"), updated_at=cols.at("updated_at"),
-            )  # fmt: skip
+                status=InboundStatus(cols.text("status")),
+                reason=cols.opt_text("reason"),
+                recorded_at=cols.at("recorded_at"),
+                updated_at=cols.at("updated_at"),
+            )
             found.append(point)
         return found

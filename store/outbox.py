@@ -163,11 +163,20 @@ class SqlOutboxStore(OutboxStore):
             f" created_at, updated_at, finishes) {source}"
             " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
             (
-                item.idempotency_key, op, payload, *key_values(item.key), item.thread_id,
-                item.correlation_id, OutboxState.PENDING, stamp, stamp, stamp, finishes,
+                item.idempotency_key,
+                op,
+                payload,
+                *key_values(item.key),
+                item.thread_id,
+                item.correlation_id,
+                OutboxState.PENDING,
+                stamp,
+                stamp,
+                stamp,
+                finishes,
                 *(_fence(fence) if fence is not None else ()),
             ),
-        )  # fmt: skip
+        )
         if inserted is not None:
             return new_outbox_row(self._dialect.columns(inserted).integer("id"), item, now), True
         row = await tx.row(f"{_SELECT} WHERE idempotency_key = ?", (item.idempotency_key,))

@@ -27,10 +27,15 @@ class SqlReplicaStore(ReplicaStore):
             " version = excluded.version, backend = excluded.backend,"
             " started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at",
             (
-                r.id, r.host, r.pid, r.version, r.backend,
-                self._time(r.started_at), self._time(r.heartbeat_at),
+                r.id,
+                r.host,
+                r.pid,
+                r.version,
+                r.backend,
+                self._time(r.started_at),
+                self._time(r.heartbeat_at),
             ),
-        )  # fmt: skip
+        )
 
     @override
     async def heartbeat(self, replica_id: str, at: datetime) -> bool:

@@ -113,12 +113,24 @@ class SqlScheduleStore(ScheduleStore):
             row = await tx.row(
                 _INSERT,
                 (
-                    target.channel, target.account_id, target.chat_id, target.chat_type.value,
-                    target.topic_id or "", target.user_id or "", new.action.value, new.text,
-                    self._time(new.at), new.cron, new.timezone, new.misfire_grace_s,
-                    self._time(new.next_fire_at), new.created_by, now, now,
+                    target.channel,
+                    target.account_id,
+                    target.chat_id,
+                    target.chat_type.value,
+                    target.topic_id or "",
+                    target.user_id or "",
+                    new.action.value,
+                    new.text,
+                    self._time(new.at),
+                    new.cron,
+                    new.timezone,
+                    new.misfire_grace_s,
+                    self._time(new.next_fire_at),
+                    new.created_by,
+                    now,
+                    now,
                 ),
-            )  # fmt: skip
+            )
         assert row is not None  # noqa: S101 - INSERT ... RETURNING
         return schedule(self._cols(row))
 
@@ -179,13 +191,23 @@ class SqlScheduleStore(ScheduleStore):
         state = ScheduleState.ACTIVE if next_fire_at is not None else ScheduleState.DONE
         outcome = None if firing.outcome is FiringOutcome.CLAIMED else firing.outcome.value
         moved = (
-            self._time(next_fire_at), state.value, self._time(firing.at), self._time(firing.at),
-            outcome, schedule.id, self._time(firing.due_at),
-        )  # fmt: skip
+            self._time(next_fire_at),
+            state.value,
+            self._time(firing.at),
+            self._time(firing.at),
+            outcome,
+            schedule.id,
+            self._time(firing.due_at),
+        )
         inserted = (
-            schedule.id, self._time(firing.due_at), firing.outcome.value, firing.replica,
-            firing.delivery_id, firing.detail, self._time(firing.at),
-        )  # fmt: skip
+            schedule.id,
+            self._time(firing.due_at),
+            firing.outcome.value,
+            firing.replica,
+            firing.delivery_id,
+            firing.detail,
+            self._time(firing.at),
+        )
         try:
             async with self._db.transaction() as tx:
                 await _move_and_record(tx, moved, inserted)
@@ -202,10 +224,13 @@ class SqlScheduleStore(ScheduleStore):
                 "UPDATE schedule_firings SET outcome = ?, delivery_id = ?, detail = ?"
                 " WHERE schedule_id = ? AND due_at = ?",
                 (
-                    outcome.value, delivery_id, detail, firing.schedule_id,
+                    outcome.value,
+                    delivery_id,
+                    detail,
+                    firing.schedule_id,
                     self._time(firing.due_at),
                 ),
-            )  # fmt: skip
+            )
             await tx.execute(
                 "UPDATE schedules SET last_outcome = ?, updated_at = ? WHERE id = ?",
                 (outcome.value, self._time(self._db.now()), firing.schedule_id),

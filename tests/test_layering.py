@@ -34,8 +34,8 @@ EDGE_MAY_IMPORT = (
 """What the kernel offers the edges: the ports and the values crossing them, the settings they
 are built from, and the few helpers written for adapters and backends."""
 
-KERNEL_LAYERS = {"delivery": 1, "pipeline": 2, "commands": 2, "operator": 2, "ops": 3}
-KERNEL_LAYERS |= {"app": 4, "kernel": 4, "cli": 5, "console": 5, "__main__": 6}
+KERNEL_LAYERS = {"delivery": 2, "pipeline": 4, "commands": 4, "operator": 4, "ops": 6}
+KERNEL_LAYERS |= {"app": 8, "kernel": 8, "cli": 10, "console": 10, "__main__": 12}
 """Inside ``bot/`` imports run one way: ops → pipeline → delivery → the root types. Commands sit
 beside the pipeline (the router runs them; they act on lanes and sessions), and so do the
 operator's actions and views (``operator``), which the chat commands call too. The composition
@@ -43,6 +43,28 @@ root (``app``, ``kernel``) wires all of those, and the command line starts it. T
 console is an operator surface beside the command line; what the two share lives in
 ``operator``, never in one of them; ``switchboard run`` hands the console to the daemon as an
 HTTP mount."""
+ROOMS = {"push": 5, "schedules": 5, "takeover": 5, "fleet": 5}
+"""The features' rooms (design §1): each feature's kernel code in one package, above the pipeline
+it plugs a step into and below the composition root that assembles it. A room never imports
+another room."""
+CONTRACTS = {
+    "bot.fleet.fence": "delivery checks the fence before it acts for a chat",
+    "bot.takeover.config": "the settings schema is composed of the rooms' sections",
+    "bot.push.config": "the settings schema is composed of the rooms' sections",
+}
+"""A room's modules the layers below may import, and why: leaves that import only the root
+types, the ports and the settings."""
+FEATURE_WORDS = {
+    "push": ("push", "proactive"),
+    "schedules": ("schedule",),
+    "takeover": ("takeover", "mute", "handoff"),
+    "fleet": ("replica", "rebalance", "ownership", "fence", "lease", "shared_storage"),
+    "revisions": ("revision", "revised"),
+    "listen": ("listen", "group_context"),
+}
+"""How a feature's modules are named, to find them wherever they are."""
+MAX_FEATURE_FOLDERS = 2
+LAYERS = KERNEL_LAYERS | ROOMS
 OPERATOR_WRITES = {"access": {"take_pairing", "set_status"}, "outbox": {"revive", "purge"}}
 """The store calls that are an operator's action (``store.access.set_status``…): made in
 ``bot.operator.actions`` only, so the CLI, the console and the chat commands act alike."""
@@ -90,8 +112,10 @@ def graph() -> dict[str, frozenset[str]]:
 
 
 def _layer(module: str) -> int:
+    if module in CONTRACTS:
+        return 0
     parts = module.split(".")
-    return KERNEL_LAYERS.get(parts[1], 0) if len(parts) > 1 else 0
+    return LAYERS.get(parts[1], 0) if len(parts) > 1 else 0
 
 
 def _cycles() -> list[list[str]]:
@@ -169,6 +193,35 @@ def test_kernel_imports_run_one_way() -> None:
         if _layer(target) > _layer(module)
     }
     assert wrong == set()
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "bot" and parts[1] in ROOMS else None
+
+
+def test_a_room_never_imports_another_room() -> None:
+    wrong = {
+        (module, target)
+        for module, targets in graph().items()
+        if _room(module) is not None
+        for target in targets
+        if _room(target) not in (None, _room(module))
+    }
+    assert wrong == set()
+
+
+def test_each_feature_lives_in_at_most_two_folders() -> None:
+    """The CLI and the web console aside: they are surfaces over every feature."""
+    for feature, words in FEATURE_WORDS.items():
+        folders = {
+            path.parent.relative_to(REPO).as_posix()
+            for module, path in modules().items()
+            if module.startswith("bot.")
+            and not module.startswith(("bot.cli", "bot.console"))
+            and any(word in path.stem for word in words)
+        }
+        assert len(folders) <= MAX_FEATURE_FOLDERS, (feature, sorted(folders))
 
 
 def test_the_console_never_imports_the_cli() -> None:

@@ -164,9 +164,13 @@ def plan_unit(
         )
     env_file = config_dir / f"{stem}.env"
     return UnitPlan(
-        user=user, instance=instance, unit_dir=unit_dir, config=config, env_file=env_file,
+        user=user,
+        instance=instance,
+        unit_dir=unit_dir,
+        config=config,
+        env_file=env_file,
         home=home,
-    )  # fmt: skip
+    )
 
 
 def render_unit(plan: UnitPlan, command: tuple[str, ...]) -> str:

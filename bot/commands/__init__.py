@@ -1,18 +1,20 @@
 """Slash commands (design §9)."""
 
+from collections.abc import Callable
+
 from bot.commands.admin import register_admin_commands
-from bot.commands.mutes import register_mute_commands
 from bot.commands.parsing import ParsedCommand, parse_command
 from bot.commands.registry import Command, CommandCall, CommandEnv, CommandRegistry
-from bot.commands.schedules import register_schedule_commands
 from bot.commands.user import register_user_commands
 
 
-def default_registry() -> CommandRegistry:
+def default_registry(*features: Callable[[CommandRegistry], None]) -> CommandRegistry:
+    """The user commands, then each feature's (its room registers them, bound to what they act
+    on), then the admin commands: the order ``/help`` lists them in."""
     registry = CommandRegistry()
     register_user_commands(registry)
-    register_schedule_commands(registry)
-    register_mute_commands(registry)
+    for register in features:
+        register(registry)
     register_admin_commands(registry)
     return registry
 

@@ -12,7 +12,6 @@ from bot.pipeline.access import Role
 from bot.pipeline.bus import InboundBus
 from bot.pipeline.lanes import Lanes
 from bot.pipeline.sessions import Sessions
-from bot.pipeline.takeover import Takeover
 from bot.ports import MenuCommand, Store
 
 
@@ -29,8 +28,6 @@ class CommandEnv:
     agent_description: str
     stop_conversation: Callable[[ConversationKey], Awaitable[tuple[bool, int]]]
     reload: Callable[[str], Awaitable[str]]
-    takeover: Takeover | None = None
-    """Mutes and quiet endings (``/mute``, ``/unmute``; design §22)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

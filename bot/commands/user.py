@@ -81,7 +81,11 @@ def register_user_commands(registry: CommandRegistry) -> None:
         registry.add(Command(name=name, usage=usage, summary=summary, handler=handler))
     registry.add(
         Command(
-            name="new", usage="/new", summary="start a fresh conversation (the old one is kept)",
-            handler=_new, slow=True, stops_conversation=True,
+            name="new",
+            usage="/new",
+            summary="start a fresh conversation (the old one is kept)",
+            handler=_new,
+            slow=True,
+            stops_conversation=True,
         )
-    )  # fmt: skip
+    )

@@ -22,7 +22,7 @@ from bot.config.http import HttpSettings
 from bot.config.listen import ListenSettings
 from bot.config.revisions import EditAfterAnswer
 from bot.config.store import StoreSettings
-from bot.config.takeover import TakeoverAccess
+from bot.takeover.config import TakeoverAccess
 
 DEFAULT_MODEL_BASE_URL = "https://api.openai.com/v1"
 CONFIG_VERSION = 1

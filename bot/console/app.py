@@ -34,8 +34,13 @@ logger = logging.getLogger(__name__)
 PREFIX: Final = "/console"
 PUBLIC: Final = frozenset({f"{PREFIX}/login", f"{PREFIX}/login/once"})
 MACHINE_PREFIXES: Final = (f"{PREFIX}/api/", f"{PREFIX}/partials/")
-STATIC_FILES: Final = ("htmx.min.js", "uPlot.iife.min.js", "uPlot.min.css", "console.css",
-                       "console.js")  # fmt: skip
+STATIC_FILES: Final = (
+    "htmx.min.js",
+    "uPlot.iife.min.js",
+    "uPlot.min.css",
+    "console.css",
+    "console.js",
+)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -65,8 +70,14 @@ class Console:
         sub[DEPS] = self._deps
         self._login.add_to(sub.router)
         sub.router.add_get("/static/{name}", _static)
-        for module in (pages_overview, pages_conversations, pages_trace, pages_outbox,
-                       pages_access, pages_misc):  # fmt: skip
+        for module in (
+            pages_overview,
+            pages_conversations,
+            pages_trace,
+            pages_outbox,
+            pages_access,
+            pages_misc,
+        ):
             module.add_routes(sub.router)
         app.router.add_get(PREFIX, _to_overview)
         app.add_subapp(f"{PREFIX}/", sub)
@@ -80,8 +91,9 @@ class Console:
         if session is None or await self._revocations.revoked(session):  # logged out for good
             return _unauthenticated(request)
         if request.method not in ("GET", "HEAD") and not await _csrf_ok(request, signer, session):
-            logger.warning("console: %s %s refused: missing or forged CSRF token",
-                           request.method, request.path)  # fmt: skip
+            logger.warning(
+                "console: %s %s refused: missing or forged CSRF token", request.method, request.path
+            )
             return refusal(403, "This action needs the page's CSRF token; reload the page.")
         request[CURRENT] = (session, signer)
         return await handler(request)

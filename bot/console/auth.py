@@ -73,9 +73,10 @@ class SessionSigner:
 
     def issue(self, name: str, ttl_s: float) -> tuple[Session, str]:
         session = Session(
-            name=clean_name(name), nonce=secrets.token_urlsafe(18),
+            name=clean_name(name),
+            nonce=secrets.token_urlsafe(18),
             expires_at=float(int(self._clock() + ttl_s)),
-        )  # fmt: skip
+        )
         body = {"name": session.name, "nonce": session.nonce, "exp": int(session.expires_at)}
         return session, self._cookies.dumps(body)
 

@@ -112,9 +112,14 @@ class LoginRoutes:
         logger.info("console: %s logged in from %s", session.actor, self._client(request))
         response = web.HTTPSeeOther(target)
         response.set_cookie(
-            COOKIE_NAME, cookie, path=COOKIE_PATH, max_age=console.session_ttl_s,
-            httponly=True, samesite="Strict", secure=self._secure(request),
-        )  # fmt: skip
+            COOKIE_NAME,
+            cookie,
+            path=COOKIE_PATH,
+            max_age=console.session_ttl_s,
+            httponly=True,
+            samesite="Strict",
+            secure=self._secure(request),
+        )
         raise response
 
     def _secure(self, request: web.Request) -> bool:

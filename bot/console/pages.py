@@ -41,19 +41,23 @@ def page(request: web.Request, template: str, section: str, **context: object) -
     """A page in the frame: navigation, the operator's name, the CSRF token for its forms."""
     current, signer = request[CURRENT]
     frame: dict[str, object] = {
-        "nav": NAV, "active": section, "operator": current.name,
-        "csrf": signer.csrf_token(current), "note": request.query.get("note", "")[:300],
+        "nav": NAV,
+        "active": section,
+        "operator": current.name,
+        "csrf": signer.csrf_token(current),
+        "note": request.query.get("note", "")[:300],
         "failed": request.query.get("failed", "")[:300],
-    }  # fmt: skip
+    }
     return render(template, {**frame, **context})
 
 
 def back(path: str, *, note: str = "", failed: str = "") -> web.HTTPSeeOther:
     """After an action: back to the page, saying what happened (303, so a reload is a GET)."""
     query = "&".join(
-        f"{name}={quote(text, safe='')}" for name, text in (("note", note), ("failed", failed))
+        f"{name}={quote(text, safe='')}"
+        for name, text in (("note", note), ("failed", failed))
         if text
-    )  # fmt: skip
+    )
     return web.HTTPSeeOther(f"{path}?{query}" if query else path)
 
 

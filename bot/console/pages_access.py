@@ -28,12 +28,15 @@ async def _access(request: web.Request) -> web.Response:
     settings = found.settings()
     policies = {name: settings.channel_policy(name) for name in settings.channels.enabled()}
     return page(
-        request, "access.html", "access",
+        request,
+        "access.html",
+        "access",
         pairings=await found.store.access.pending_pairings(datetime.now(UTC)),
         user_headers=USER_HEADERS,
         users=[user_cells(user) for user in await found.store.access.users()],
-        admins=settings.access.admins, policies=policies,
-    )  # fmt: skip
+        admins=settings.access.admins,
+        policies=policies,
+    )
 
 
 async def _approve(request: web.Request) -> web.Response:

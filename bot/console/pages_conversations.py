@@ -68,20 +68,32 @@ async def _search(request: web.Request) -> web.Response:
         known = chats.get(where)
         if known is None:
             chats[where] = ChatRow(
-                channel=where[0], chat_id=where[1], chat_type=str(entry.message.chat_type),
-                last=entry, messages=1,
-            )  # fmt: skip
+                channel=where[0],
+                chat_id=where[1],
+                chat_type=str(entry.message.chat_type),
+                last=entry,
+                messages=1,
+            )
         else:
             chats[where] = ChatRow(
-                channel=known.channel, chat_id=known.chat_id, chat_type=known.chat_type,
-                last=known.last, messages=known.messages + 1,
-            )  # fmt: skip
+                channel=known.channel,
+                chat_id=known.chat_id,
+                chat_type=known.chat_type,
+                last=known.last,
+                messages=known.messages + 1,
+            )
     found = [row for row in chats.values() if not needle or _matches(row.last, needle.lower())]
     return page(
-        request, "conversations.html", "conversations", needle=needle, channel=channel or "",
-        chats=found[:SHOWN], has_history=window is not None, searched=SEARCHED,
+        request,
+        "conversations.html",
+        "conversations",
+        needle=needle,
+        channel=channel or "",
+        chats=found[:SHOWN],
+        has_history=window is not None,
+        searched=SEARCHED,
         active_count=await store.conversations.count(),
-    )  # fmt: skip
+    )
 
 
 def _reply_text(row: OutboxRow) -> str:
@@ -116,23 +128,33 @@ async def _mutes(store: Store, channel: str, chat_id: str) -> list[Mute] | None:
     if book is None:
         return None
     return [
-        mute for mute in await book.active(datetime.now(UTC))
+        mute
+        for mute in await book.active(datetime.now(UTC))
         if mute.key.channel == channel and mute.key.chat_id == chat_id
-    ]  # fmt: skip
+    ]
 
 
 async def _chat(request: web.Request) -> web.Response:
     store = deps(request).store
     channel, chat_id = request.match_info["channel"], request.match_info["chat_id"]
     window = journal_window_of(store)
-    entries = [] if window is None else await window.recent(
-        limit=THREAD, channel=channel, chat_id=chat_id
-    )  # fmt: skip
+    entries = (
+        []
+        if window is None
+        else await window.recent(limit=THREAD, channel=channel, chat_id=chat_id)
+    )
     entries.reverse()  # oldest first, as a chat reads
     items = [await _thread_item(store, entry) for entry in entries]
     threads = sorted({e.thread_id for e in entries if e.thread_id})
     return page(
-        request, "conversation.html", "conversations", channel=channel, chat_id=chat_id,
-        items=items, questions=await _questions(store, entries), threads=threads,
-        mutes=await _mutes(store, channel, chat_id), shown=THREAD,
-    )  # fmt: skip
+        request,
+        "conversation.html",
+        "conversations",
+        channel=channel,
+        chat_id=chat_id,
+        items=items,
+        questions=await _questions(store, entries),
+        threads=threads,
+        mutes=await _mutes(store, channel, chat_id),
+        shown=THREAD,
+    )

@@ -7,14 +7,13 @@ from __future__ import annotations
 from aiohttp import web
 
 from bot.console.pages import back, deps, form, page, refusals_go_back, session
-from bot.delivery.push_rows import push_kind
-from bot.operator.actions import cancel_schedule
 from bot.operator.labels import AUDIT_HEADERS, audit_cells, describe_delivery
-from bot.operator.schedules import HEADERS as SCHEDULE_HEADERS
-from bot.operator.schedules import latest_firing, schedule_cells
-from bot.pipeline.schedule_book import ScheduleBook
+from bot.ports.push import push_kind
 from bot.ports.schedules import schedules_of
 from bot.records import OutboxState
+from bot.schedules.book import ScheduleBook
+from bot.schedules.views import HEADERS as SCHEDULE_HEADERS
+from bot.schedules.views import cancel_schedule, latest_firing, schedule_cells
 
 PATH = "/console/schedules"
 AUDIT_SHOWN = 200
@@ -44,9 +43,15 @@ async def _schedules(request: web.Request) -> web.Response:
             if kind is not None:
                 pushes.append((row, str(kind)))
     return page(
-        request, "schedules.html", "schedules", has_schedules=table is not None,
-        headers=SCHEDULE_HEADERS, schedules=rows, pushes=pushes, describe=describe_delivery,
-    )  # fmt: skip
+        request,
+        "schedules.html",
+        "schedules",
+        has_schedules=table is not None,
+        headers=SCHEDULE_HEADERS,
+        schedules=rows,
+        pushes=pushes,
+        describe=describe_delivery,
+    )
 
 
 async def _cancel(request: web.Request) -> web.Response:
@@ -62,6 +67,9 @@ async def _cancel(request: web.Request) -> web.Response:
 async def _audit(request: web.Request) -> web.Response:
     entries = await deps(request).store.audit.recent(AUDIT_SHOWN)
     return page(
-        request, "audit.html", "audit", headers=AUDIT_HEADERS,
+        request,
+        "audit.html",
+        "audit",
+        headers=AUDIT_HEADERS,
         entries=[audit_cells(entry) for entry in entries],
-    )  # fmt: skip
+    )

@@ -7,9 +7,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from bot.console.pages import back, deps, form, page, session
-from bot.delivery.push_rows import push_kind
 from bot.operator.actions import purge_rows, retry_dead
 from bot.operator.labels import describe_delivery
+from bot.ports.push import push_kind
 from bot.records import OutboxState
 
 PATH = "/console/outbox"
@@ -30,10 +30,16 @@ async def _outbox(request: web.Request) -> web.Response:
         for state in (OutboxState.PENDING, OutboxState.DEAD)
     }
     return page(
-        request, "outbox.html", "outbox", counts={str(s): n for s, n in counts.items()},
-        pending=listed[OutboxState.PENDING], dead=listed[OutboxState.DEAD],
-        describe=describe_delivery, push_kind=push_kind, listed=LISTED,
-    )  # fmt: skip
+        request,
+        "outbox.html",
+        "outbox",
+        counts={str(s): n for s, n in counts.items()},
+        pending=listed[OutboxState.PENDING],
+        dead=listed[OutboxState.DEAD],
+        describe=describe_delivery,
+        push_kind=push_kind,
+        listed=LISTED,
+    )
 
 
 async def _retry(request: web.Request) -> web.Response:

@@ -34,10 +34,14 @@ async def live_facts(found: ConsoleDeps) -> dict[str, object]:
     window = journal_window_of(store)
     recent = [] if window is None else await window.recent(limit=RECENT_MESSAGES)
     channels = [
-        {"name": name, "state": str(hub.state(name)), "reason": hub.reason(name),
-         "paused": hub.is_paused(name)}
+        {
+            "name": name,
+            "state": str(hub.state(name)),
+            "reason": hub.reason(name),
+            "paused": hub.is_paused(name),
+        }
         for name in hub.names()
-    ]  # fmt: skip
+    ]
     return {
         "channels": channels,
         "replica_headers": REPLICA_HEADERS,

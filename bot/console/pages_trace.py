@@ -9,8 +9,9 @@ from aiohttp import web
 
 from bot.console.pages import deps, page
 from bot.operator.labels import describe_delivery
-from bot.operator.schedules import trace_schedule
-from bot.operator.trace import dedupe_text, run_outcome, trace_message, trace_push
+from bot.operator.trace import dedupe_text, run_outcome, trace_message
+from bot.push.status import trace_push
+from bot.schedules.views import trace_schedule
 
 
 def add_routes(router: web.UrlDispatcher) -> None:
@@ -22,11 +23,16 @@ async def _trace(request: web.Request) -> web.Response:
     wanted = request.query.get("id", "").strip()[:200]
     channel = request.query.get("channel", "").strip() or None
     context: dict[str, object] = {
-        "wanted": wanted, "channel": channel or "", "traces": [], "other": None,
-        "outcome": run_outcome, "dedupe": dedupe_text, "describe": describe_delivery,
+        "wanted": wanted,
+        "channel": channel or "",
+        "traces": [],
+        "other": None,
+        "outcome": run_outcome,
+        "dedupe": dedupe_text,
+        "describe": describe_delivery,
         "missing": False,
         "retention_days": found.settings().daemon.journal_retention_days,
-    }  # fmt: skip
+    }
     if wanted:
         store = found.store
         traces = await trace_message(store, wanted, channel)
@@ -34,7 +40,8 @@ async def _trace(request: web.Request) -> web.Response:
         if not traces:
             other = await trace_schedule(store, wanted) or await trace_push(store, wanted)
         context.update(
-            traces=traces, other=None if other is None else other[1],
+            traces=traces,
+            other=None if other is None else other[1],
             missing=not traces and other is None,
-        )  # fmt: skip
+        )
     return page(request, "trace.html", "trace", **context)

@@ -57,9 +57,12 @@ def environment() -> jinja2.Environment:
 def render(template: str, context: dict[str, object], *, status: int = 200) -> web.Response:
     text = environment().get_template(template).render(context)
     return web.Response(
-        status=status, text=text, content_type="text/html", charset="utf-8",
+        status=status,
+        text=text,
+        content_type="text/html",
+        charset="utf-8",
         headers=SECURITY_HEADERS,
-    )  # fmt: skip
+    )
 
 
 @cache

@@ -47,9 +47,13 @@ def daemon_console(
         logger.warning("console.enabled is set but http is disabled: the console is not served")
         return None
     deps = ConsoleDeps(
-        settings=settings, store=kernel.store, hub=kernel.hub, replica_id=replica_id,
-        live=KernelCounts(kernel), repoll=kernel.outbox.repoll,
-    )  # fmt: skip
+        settings=settings,
+        store=kernel.store,
+        hub=kernel.hub,
+        replica_id=replica_id,
+        live=KernelCounts(kernel),
+        repoll=kernel.outbox.repoll,
+    )
     host, port = current.http.host, current.http.port
     logger.info("operator console at http://%s:%s/console/", host, port)
     return Console(deps)

@@ -18,10 +18,9 @@ from datetime import datetime, timedelta
 from bot.backoff import Backoff
 from bot.delivery.bounded import RecentSet
 from bot.delivery.failures import SendFailures
-from bot.delivery.fence import ChatFence
-from bot.delivery.push_rows import push_kind
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
 from bot.errors import MessageGone, SendError, SendErrorKind
+from bot.fleet.fence import ChatFence
 from bot.hub import ChannelHub, ChannelState
 from bot.messages import (
     ChatType,
@@ -38,6 +37,7 @@ from bot.messages import (
 )
 from bot.metrics import Counters, PushMetrics
 from bot.ports import Channel, Store
+from bot.ports.push import push_kind
 from bot.records import ChatRef, OutboxRow
 
 logger = logging.getLogger(__name__)
@@ -72,9 +72,15 @@ class Attempts:
     """Attempts rows one at a time and records each outcome in the store."""
 
     def __init__(  # noqa: PLR0913 - the kernel objects an attempt works with
-        self, store: Store, hub: ChannelHub, limiter: RateLimiter, counters: Counters,
-        policy: RetryPolicy, *, fence: ChatFence,
-    ) -> None:  # fmt: skip
+        self,
+        store: Store,
+        hub: ChannelHub,
+        limiter: RateLimiter,
+        counters: Counters,
+        policy: RetryPolicy,
+        *,
+        fence: ChatFence,
+    ) -> None:
         self._store = store
         self._fence = fence
         self._hub = hub
@@ -220,9 +226,13 @@ async def _perform(channel: Channel, delivery: Delivery, dedupe_key: str) -> Sen
             raise
         logger.info("%s: message %s is gone; sending anew", channel.name, delivery.message_id)
         anew = OutboundText(
-            destination=delivery.destination, text=delivery.text, kind=delivery.kind,
-            buttons=delivery.buttons, render=delivery.render, dedupe_key=dedupe_key,
-        )  # fmt: skip
+            destination=delivery.destination,
+            text=delivery.text,
+            kind=delivery.kind,
+            buttons=delivery.buttons,
+            render=delivery.render,
+            dedupe_key=dedupe_key,
+        )
         return await _perform(channel, anew, dedupe_key)
     except SendError as exc:
         if exc.kind is not SendErrorKind.INVALID_REQUEST:

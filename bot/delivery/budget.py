@@ -61,6 +61,7 @@ class SendBudget:
         if abs(share - self._limiter.share) > 1e-9:
             logger.info(
                 "send budget: %.0f%% of the bot-wide rates (%d live replica(s))",
-                share * 100, len(loads),
-            )  # fmt: skip
+                share * 100,
+                len(loads),
+            )
         self._limiter.set_share(share)

@@ -25,13 +25,13 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 
 from bot.delivery.attempt import AttemptOutcome, Attempts, RetryPolicy, destination_key
-from bot.delivery.fence import ChatFence
 from bot.delivery.holds import ChatHolds
 from bot.delivery.outbox_polls import IDLE_POLL_S, PollLoop, PollTimes
 from bot.delivery.outbox_queues import ChatQueues
 from bot.delivery.outbox_waiters import AttemptWaiters
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
 from bot.errors import ChatLost, TransientSendError
+from bot.fleet.fence import ChatFence
 from bot.hub import ChannelHub
 from bot.messages import Delivery, SentRef
 from bot.metrics import Counters
@@ -45,9 +45,16 @@ logger = logging.getLogger(__name__)
 
 class Outbox:
     def __init__(  # noqa: PLR0913 - the kernel objects it works with
-        self, store: Store, hub: ChannelHub, limiter: RateLimiter, counters: Counters,
-        policy: RetryPolicy, *, holder: str | None = None, fence: ChatFence | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        store: Store,
+        hub: ChannelHub,
+        limiter: RateLimiter,
+        counters: Counters,
+        policy: RetryPolicy,
+        *,
+        holder: str | None = None,
+        fence: ChatFence | None = None,
+    ) -> None:
         """``holder``: on a shared store, the replica whose chats this outbox sends; ``fence``
         (the kernel's, else one of its own) keeps it from sending or answering for chats it
         no longer holds."""

@@ -103,9 +103,15 @@ class PollLoop:
     """The worker: routes the rows in hand and the rows store polls find to the chats."""
 
     def __init__(  # noqa: PLR0913 - the parts of the outbox it drives
-        self, store: Store, times: PollTimes, holds: ChatHolds, queues: ChatQueues, *,
-        clock: Callable[[], datetime], holder: str | None,
-    ) -> None:  # fmt: skip
+        self,
+        store: Store,
+        times: PollTimes,
+        holds: ChatHolds,
+        queues: ChatQueues,
+        *,
+        clock: Callable[[], datetime],
+        holder: str | None,
+    ) -> None:
         self._store = store
         self._times = times
         self._holds = holds

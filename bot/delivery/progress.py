@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Callable
 
 from bot.delivery.chunking import measure
 from bot.delivery.failures import PERMANENT, SendFailures
-from bot.delivery.fence import ChatFence
 from bot.delivery.ratelimit import RateLimiter
 from bot.delivery.replies import ReplyContext
 from bot.errors import SendError
+from bot.fleet.fence import ChatFence
 from bot.messages import ChatType, OutboundKind, OutboundText, RenderMode, SentRef, TextEdit
 from bot.metrics import Counters
 from bot.ports import Channel
@@ -86,9 +86,12 @@ class ProgressCalls:
     async def edit(self, message_id: str, text: str) -> bool:
         """Edit the placeholder; ``False`` if the edit failed (it is dropped, not retried)."""
         edit = TextEdit(
-            destination=self._destination, message_id=message_id, text=text,
-            kind=OutboundKind.PROGRESS, render=RenderMode.PLAIN,
-        )  # fmt: skip
+            destination=self._destination,
+            message_id=message_id,
+            text=text,
+            kind=OutboundKind.PROGRESS,
+            render=RenderMode.PLAIN,
+        )
         if not await self._held():
             return False
         try:
@@ -137,9 +140,12 @@ class _Placeholder:
 
     async def _create(self, text: str) -> None:
         delivery = OutboundText(
-            destination=self._ctx.destination, text=text, kind=OutboundKind.PROGRESS,
-            reply_to=self._ctx.reply_to, render=RenderMode.PLAIN,
-        )  # fmt: skip
+            destination=self._ctx.destination,
+            text=text,
+            kind=OutboundKind.PROGRESS,
+            reply_to=self._ctx.reply_to,
+            render=RenderMode.PLAIN,
+        )
         item = self.item = self._ctx.item(0, delivery)
         try:
             async with asyncio.timeout(PLACEHOLDER_WAIT_S):

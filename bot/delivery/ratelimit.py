@@ -131,9 +131,11 @@ class RateLimiter:
         """``per_chat_interval_s`` paces group chats, ``per_dm_interval_s`` private ones;
         ``group_messages_per_minute`` caps the new messages per group chat and minute."""
         pace = _Pace(
-            per_chat_interval_s, per_dm_interval_s, max(global_rate_per_s, 0.0),
+            per_chat_interval_s,
+            per_dm_interval_s,
+            max(global_rate_per_s, 0.0),
             group_per_minute=group_messages_per_minute,
-        )  # fmt: skip
+        )
         pace.take_share(self._share)
         self._paces[channel] = pace
 

@@ -11,14 +11,11 @@ wording, exit codes and pages are their callers'.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.config.settings import Settings
 from bot.messages import utc_now
-from bot.pipeline.schedule_book import ScheduleBook
 from bot.ports import Store
-from bot.ports.schedules import Schedule, ScheduleRefused
 from bot.records import OutboxState, PairingRequest, UserStatus
 
 
@@ -110,17 +107,3 @@ async def set_user_status(  # noqa: PLR0913 - who, to what, by whom; a keyword o
 
 def _no_request(code: str) -> OperationRefused:
     return OperationRefused(f"no pending request with code {code} (it may have expired)")
-
-
-# --------------------------------------------------------------------------- schedules
-
-
-async def cancel_schedule(
-    settings: Callable[[], Settings], store: Store, schedule_id: int, actor: str
-) -> Schedule:
-    """Cancel any chat's schedule (the book audits it). The book's refusal speaks to a chat
-    ("… in this chat"); from outside one it names the schedule only."""
-    try:
-        return await ScheduleBook(settings, store).cancel(schedule_id, actor)
-    except ScheduleRefused as exc:
-        raise OperationRefused(str(exc).replace(" in this chat", "")) from None

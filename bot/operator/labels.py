@@ -125,8 +125,16 @@ def conversation_json(conversation: Conversation) -> JsonObject:
 # --------------------------------------------------------------------------- outbox
 
 OUTBOX_HEADERS = (
-    "ID", "STATE", "ATTEMPTS", "CHANNEL", "CHAT", "WHAT", "CORRELATION", "UPDATED", "LAST ERROR",
-)  # fmt: skip
+    "ID",
+    "STATE",
+    "ATTEMPTS",
+    "CHANNEL",
+    "CHAT",
+    "WHAT",
+    "CORRELATION",
+    "UPDATED",
+    "LAST ERROR",
+)
 
 
 def outbox_cells(row: OutboxRow) -> list[str]:

@@ -27,7 +27,6 @@ from bot.operator.labels import (
     table,
     when,
 )
-from bot.pipeline.push_status import delivery_report
 from bot.pipeline.turn_marks import TurnMark
 from bot.ports import Store
 from bot.records import DeliveryAttempt, InboundStatus, JournalEntry, OutboxRow, OutboxState
@@ -80,31 +79,6 @@ async def _trace_entry(store: Store, entry: JournalEntry) -> MessageTrace:
         for _, row in sorted(rows.items())
     ]
     return MessageTrace(entry=entry, answered_by=answered_by, rows=tuple(traced))
-
-
-async def trace_push(store: Store, delivery_id: str) -> tuple[JsonObject, str] | None:
-    """A text or file push (design §19; a ``run_agent`` one is a journal entry, traced as a
-    message): its rows and every platform call, as JSON and as text; ``None``: no such push."""
-    report = await delivery_report(store, delivery_id)
-    if report is None:
-        return None
-    traced = [
-        RowTrace(row=row, calls=tuple(await store.outbox.attempts(row.id))) for row in report.rows
-    ]
-    lines = [
-        escape_controls(
-            f"push {delivery_id} ({report.kind}) to {report.channel} chat {report.chat_id}:"
-            f" {report.status}" + (f" ({report.error})" if report.error else "")
-        ),
-    ]
-    for row in traced:
-        lines += _row_lines(row)
-    body: JsonObject = {
-        "delivery_id": delivery_id, "kind": str(report.kind), "status": str(report.status),
-        "error": report.error,
-        "outbox": [outbox_json(row.row, row.calls) for row in traced],
-    }  # fmt: skip
-    return body, "\n".join(lines)
 
 
 def run_outcome(trace: MessageTrace) -> str:
@@ -190,11 +164,11 @@ def trace_text(trace: MessageTrace) -> str:
     if not trace.rows:
         lines.append(f"  {'outbox':<12} no rows")
     for traced in trace.rows:
-        lines += _row_lines(traced)
+        lines += row_lines(traced)
     return "\n".join(lines)
 
 
-def _row_lines(traced: RowTrace) -> list[str]:
+def row_lines(traced: RowTrace) -> list[str]:
     row = traced.row
     sent = " ".join(row.sent_message_ids) or NONE
     lines = [

@@ -12,9 +12,9 @@ from bot.config.settings import Settings
 from bot.delivery.outbox import Outbox
 from bot.hub import ChannelHub
 from bot.messages import utc_now
-from bot.ops.push_spool import prune_push_spool
 from bot.pipeline.clarifications import Clarifications
 from bot.ports import Store
+from bot.push.spool import prune_push_spool
 from bot.records import OutboxItem
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class Housekeeping:
 
     async def prune_push_files(self) -> int:
         """Remove ``<workspace_dir>/pushes/<id>/`` of deliveries sent, purged, or dead for
-        longer than the journal is kept (``bot.ops.push_spool``)."""
+        longer than the journal is kept (``bot.push.spool``)."""
         settings = self._settings()
         retention = timedelta(days=settings.daemon.journal_retention_days)
         return await prune_push_spool(

@@ -22,9 +22,9 @@ from bot.errors import BotError, StoreError
 from bot.hub import ChannelState
 from bot.metrics import Counters
 from bot.ops.http_guard import AcceptErrors, ConnectionGuard
-from bot.ops.push_api import PushApi
 from bot.ops.readiness import Readiness
 from bot.ports import WebhookHandler
+from bot.push.api import PushApi
 from bot.records import Replica
 
 logger = logging.getLogger(__name__)

@@ -116,8 +116,9 @@ class _Guarded(asyncio.Protocol):
     def _late(self) -> None:
         self._timer = None
         if self._transport is not None:
-            logger.debug("http: no request head within %ss; connection closed",
-                         self._guard.header_timeout_s)  # fmt: skip
+            logger.debug(
+                "http: no request head within %ss; connection closed", self._guard.header_timeout_s
+            )
             self._transport.abort()  # type: ignore[attr-defined]
 
     @override
@@ -186,8 +187,12 @@ class _BodyDeadline:
         if self._request.content.is_eof():
             return
         self.fired = True
-        logger.info("http: the body of %s %s did not arrive within %ss; connection closed",
-                    self._request.method, ascii(self._request.path), self._timeout_s)  # fmt: skip
+        logger.info(
+            "http: the body of %s %s did not arrive within %ss; connection closed",
+            self._request.method,
+            ascii(self._request.path),
+            self._timeout_s,
+        )
         transport = self._request.transport
         if transport is not None:
             transport.abort()
@@ -227,7 +232,9 @@ class AcceptErrors:
         logger.warning(
             "http: cannot accept connections: %s (%d more since the last report; the next "
             "report in %ds at the earliest; see http.max_connections and LimitNOFILE)",
-            context.get("exception"), self._unreported, int(ACCEPT_REPORT_EVERY_S),
-        )  # fmt: skip
+            context.get("exception"),
+            self._unreported,
+            int(ACCEPT_REPORT_EVERY_S),
+        )
         self._quiet_until = now + ACCEPT_REPORT_EVERY_S
         self._unreported = 0

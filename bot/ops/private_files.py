@@ -56,10 +56,14 @@ def make_state_dir(state_dir: Path) -> None:
     except OSError as exc:
         logger.warning(
             "state_dir %s is %04o, open to other users, and cannot be made 0700: %s",
-            state_dir, mode, exc.strerror,
-        )  # fmt: skip
+            state_dir,
+            mode,
+            exc.strerror,
+        )
         return
     logger.warning(
         "state_dir %s was %04o, open to other users; made it %04o (private)",
-        state_dir, mode, mode & ~0o077 | PRIVATE_DIR_MODE,
-    )  # fmt: skip
+        state_dir,
+        mode,
+        mode & ~0o077 | PRIVATE_DIR_MODE,
+    )

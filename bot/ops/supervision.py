@@ -134,13 +134,19 @@ class Outage:
             self._since = self._clock()
             logger.error(
                 "channel %s failed to start: %s; retrying in %.1fs",
-                self._name, error, delay, exc_info=exc,
-            )  # fmt: skip
+                self._name,
+                error,
+                delay,
+                exc_info=exc,
+            )
             return
         logger.warning(
             "channel %s failed to start again (try %d): %s; retrying in %.1fs",
-            self._name, self._tries, error, delay,
-        )  # fmt: skip
+            self._name,
+            self._tries,
+            error,
+            delay,
+        )
 
     def ended(self) -> None:
         if self._since is not None:

@@ -148,8 +148,10 @@ class AccessControl:
                 "pairing requests on channel=%s reached access.max_pending_pairings=%d: the"
                 " oldest were evicted, their codes no longer work (%d since the last warning)."
                 " Review them with /pairing or `switchboard pairing list`, or raise the bound",
-                channel, self._settings().access.max_pending_pairings, since_last,
-            )  # fmt: skip
+                channel,
+                self._settings().access.max_pending_pairings,
+                since_last,
+            )
 
 
 class _OverflowWarnings:

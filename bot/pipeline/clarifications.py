@@ -142,10 +142,12 @@ class Clarifications:
         for index, text in enumerate(fitted.parts):
             last = index == count - 1
             delivery = OutboundText(
-                destination=ctx.destination, text=text, kind=OutboundKind.FINAL,
+                destination=ctx.destination,
+                text=text,
+                kind=OutboundKind.FINAL,
                 reply_to=ctx.reply_to if index == 0 else None,
                 buttons=fitted.buttons if last else (),
-            )  # fmt: skip
+            )
             item = ctx.item(clarification.id if last else f"{clarification.id}/{index}", delivery)
             ref = await send(item)
             if ref is None:
@@ -162,8 +164,10 @@ class Clarifications:
         await self._store.clarifications.cancel(clarification.id)
         logger.warning(
             "clarification refused id=%s key=%s: %r",
-            clarification.id, clarification.key.describe(), row.last_error or "",
-        )  # fmt: skip
+            clarification.id,
+            clarification.key.describe(),
+            row.last_error or "",
+        )
         raise QuestionUndelivered(
             "this chat refused to show the question I needed to ask you",
             detail=f"question {clarification.id} undelivered: {row.last_error}",

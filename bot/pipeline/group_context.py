@@ -213,8 +213,9 @@ class ListenWarnings:
         self._warned.add((channel, reason))
         logger.warning(
             "channel %s: group_policy listen: %s",
-            channel, reason,
-        )  # fmt: skip
+            channel,
+            reason,
+        )
 
 
 def render_context(heard: Iterable[HeardMessage]) -> str:
@@ -268,5 +269,8 @@ def _log_dropped(chat: ChatRef, count: int, reason: str) -> None:
     if count:
         logger.debug(
             "group context dropped channel=%s chat=%s count=%d reason=%s",
-            chat[0], chat[2], count, reason,
-        )  # fmt: skip
+            chat[0],
+            chat[2],
+            count,
+            reason,
+        )

@@ -134,6 +134,9 @@ def _log_refused(message: InboundMessage) -> None:
     logger.info(
         "refused channel=%s chat=%r message=%r user=%r reason=%s: not acknowledged, the"
         " platform will redeliver it",
-        message.channel, message.chat_id, message.message_id, message.sender.id,
+        message.channel,
+        message.chat_id,
+        message.message_id,
+        message.sender.id,
         DropReason.QUEUE_FULL,
-    )  # fmt: skip
+    )

@@ -46,5 +46,6 @@ async def end_turn(
     await store.leases.wake(["*"])  # the holder's outbox sends it (``ChatOwnership``)
     logger.info(
         "lost turn correlation=%s: its placeholder %s is left to the chat's holder to remove",
-        ctx.correlation_id, placeholder,
-    )  # fmt: skip
+        ctx.correlation_id,
+        placeholder,
+    )

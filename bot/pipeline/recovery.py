@@ -30,10 +30,10 @@ from bot.delivery.writer import Record, ReplyWriter
 from bot.hub import ChannelHub, ChannelState
 from bot.messages import OutboundKind, OutboundText, TextEdit, utc_now
 from bot.pipeline.bus import Accepted, InboundBus
-from bot.pipeline.push_types import AWAITING_PICKUP, PICKED_UP
 from bot.pipeline.sessions import Sessions
 from bot.pipeline.turn_marks import MAX_INTERRUPTED_RUNS, TurnMark
 from bot.ports import ChannelCapabilities, Store
+from bot.ports.push import AWAITING_PICKUP, PICKED_UP
 from bot.records import ChatRef, InboundStatus, JournalEntry, OutboxItem, OutboxRow, OutboxState
 
 logger = logging.getLogger(__name__)
@@ -83,9 +83,11 @@ def _interrupted_edit(row: OutboxRow, message_id: str) -> OutboxItem:
     )
     return OutboxItem(
         idempotency_key=finishing_key(row.item.correlation_id, row.item.idempotency_key),
-        delivery=edit, key=row.item.key, thread_id=row.item.thread_id,
+        delivery=edit,
+        key=row.item.key,
+        thread_id=row.item.thread_id,
         correlation_id=row.item.correlation_id,
-    )  # fmt: skip
+    )
 
 
 def finishing_key(correlation_id: str, placeholder_key: str) -> str:
@@ -201,8 +203,9 @@ class LeftPlaceholders:
             if outcome.sent is not None:
                 logger.info(
                     "recovery: placeholder row %s sent again under its key: message %s",
-                    row.id, outcome.sent.message_ids,
-                )  # fmt: skip
+                    row.id,
+                    outcome.sent.message_ids,
+                )
                 return outcome.sent.message_ids[0] if outcome.sent.message_ids else None
             if outcome.finished or outcome.retry_at is None:
                 return None
@@ -271,10 +274,13 @@ async def recover(  # noqa: PLR0913 - what a recovery touches
             await notify(entry, RESUMING_NOTICE, "recovery")
         bus.put_recovered(
             Accepted(
-                entry_id=entry.id, message=entry.message, correlation_id=entry.correlation_id,
-                recovered=started, interrupted=left.interrupted,
+                entry_id=entry.id,
+                message=entry.message,
+                correlation_id=entry.correlation_id,
+                recovered=started,
+                interrupted=left.interrupted,
             )
-        )  # fmt: skip
+        )
         requeued += 1
     if requeued:
         logger.info("recovery: %d unfinished message(s) requeued", requeued)

@@ -43,9 +43,12 @@ def removal_item(row: OutboxRow, message_id: str, idempotency_key: str) -> Outbo
     """The deletion of ``message_id``, a message the bot sent for ``row``'s conversation."""
     removal = MessageRemoval(destination=row.item.delivery.destination, message_id=message_id)
     return OutboxItem(
-        idempotency_key=idempotency_key, delivery=removal, key=row.item.key,
-        thread_id=row.item.thread_id, correlation_id=row.item.correlation_id,
-    )  # fmt: skip
+        idempotency_key=idempotency_key,
+        delivery=removal,
+        key=row.item.key,
+        thread_id=row.item.thread_id,
+        correlation_id=row.item.correlation_id,
+    )
 
 
 async def adopt_placeholder(stream: ProgressStream, store: Store, correlation_id: str) -> None:

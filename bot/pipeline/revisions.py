@@ -98,8 +98,11 @@ class Revisions:
             outcome = await self._withdrawn(item, revision)
         logger.info(
             "%s of message %s correlation=%s outcome=%s",
-            revision.kind, revision.message_id, item.correlation_id, outcome,
-        )  # fmt: skip
+            revision.kind,
+            revision.message_id,
+            item.correlation_id,
+            outcome,
+        )
         return outcome
 
     # ------------------------------------------------------------------ edits
@@ -155,9 +158,13 @@ class Revisions:
         return EDIT_ANSWERED
 
     async def _rerun(
-        self, item: Accepted, entry: JournalEntry, *, correlation_id: str | None = None,
+        self,
+        item: Accepted,
+        entry: JournalEntry,
+        *,
+        correlation_id: str | None = None,
         label: str = "",
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Submit the edited message (``entry``'s, with the edit's text) as a turn of its own."""
         message = dataclasses.replace(entry.message, text=item.message.text)
         again = dataclasses.replace(

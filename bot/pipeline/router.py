@@ -8,34 +8,17 @@ their conversation's lane. A feature adds a step to that list, not a branch to t
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from typing_extensions import override
 
-from bot.commands.registry import CommandEnv
-from bot.commands.routing import AnswerCommand, ChatCommands, ParseCommand, stop_conversation
-from bot.config.settings import Settings
 from bot.delivery.outbox import Outbox
-from bot.hub import ChannelHub
 from bot.metrics import Counters
-from bot.pipeline.access import AccessControl, pairing_evictions
-from bot.pipeline.addressing import Addressing, Unaddressed
-from bot.pipeline.answers import Answers, StaleButtons
 from bot.pipeline.bus import Accepted, BusClosed, InboundBus
-from bot.pipeline.clarifications import Clarifications
-from bot.pipeline.gates import AccessGate, IgnoredBots, PausedChannels
 from bot.pipeline.group_context import GroupContext
-from bot.pipeline.inbound_bounds import InboundBounds, RefuseOversize
-from bot.pipeline.lanes import Lanes, TurnRequest
-from bot.pipeline.push_step import OperatorPushes
-from bot.pipeline.revisions import RevisionDeps, Revisions, RevisionStep
+from bot.pipeline.lanes import TurnRequest
 from bot.pipeline.route import RouteActions, RouteStep, Routing
 from bot.pipeline.sessions import Sessions, destination_for
-from bot.pipeline.takeover import Takeover
-from bot.pipeline.takeover_step import HeldByHumans
 from bot.ports import Store
 from bot.records import InboundStatus
 
@@ -45,67 +28,16 @@ ROUTING_ERROR = "routing_error"
 """The outcome of a message whose routing raised (its journal entry ends as failed)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConversationParts:
-    """What the route consults per conversation: its key, lane, open question and mute."""
-
-    sessions: Sessions
-    lanes: Lanes
-    clarifications: Clarifications
-    takeover: Takeover
-    """Mutes and yields to humans (design §22)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RouterDeps:
-    settings: Callable[[], Settings]
-    store: Store
-    bus: InboundBus
-    hub: ChannelHub
-    outbox: Outbox
-    counters: Counters
-    conversations: ConversationParts
-    commands: ChatCommands
-
-
-def route_steps(deps: RouterDeps) -> tuple[RouteStep, ...]:
-    """The route, top to bottom: the first step with an outcome ends a message's route."""
-    talk, settings, hub = deps.conversations, deps.settings, deps.hub
-    actions = RouteActions(
-        settings, deps.store, hub=hub, outbox=deps.outbox, lanes=talk.lanes, sessions=talk.sessions
-    )
-    addressing = Addressing(settings, talk.sessions, deps.store)
-    bounds = InboundBounds(settings, talk.clarifications, addressing.addressed)
-    oversize = RefuseOversize(bounds, actions)
-    access = AccessControl(
-        settings, deps.store, evictions=pairing_evictions(deps.counters.registry)
-    )
-    heard = talk.sessions.heard
-    return (
-        Reachable(deps.outbox),
-        OperatorPushes(settings, hub, talk.sessions, talk.lanes, actions),
-        IgnoredBots(settings, actions),
-        RevisionStep(_revisions(deps, actions), oversize, heard),
-        ParseCommand(hub, deps.commands.registry, access),
-        PausedChannels(hub, actions),
-        AccessGate(access, actions),
-        oversize,
-        AnswerCommand(_command_env(deps), deps.commands.registry, actions),
-        Answers(settings, talk.clarifications, talk.lanes, talk.takeover.intercept),
-        StaleButtons(actions),
-        Unaddressed(addressing, heard, actions),
-        ConversationKeys(talk.sessions),
-        HeldByHumans(talk.takeover),
-        SubmitTurn(heard, actions),
-    )
-
-
 class Router:
-    def __init__(self, deps: RouterDeps) -> None:
-        self._bus = deps.bus
-        self._store = deps.store
-        self._counters = deps.counters
-        self.steps = route_steps(deps)
+    """Runs each message through the route's steps (their order: ``bot.kernel.route``)."""
+
+    def __init__(
+        self, bus: InboundBus, store: Store, counters: Counters, steps: tuple[RouteStep, ...]
+    ) -> None:
+        self._bus = bus
+        self._store = store
+        self._counters = counters
+        self.steps = steps
 
     async def run(self) -> None:
         """Dispatch bus items until the bus closes."""
@@ -177,34 +109,3 @@ class SubmitTurn(RouteStep):
             context=self._heard.take(message),
         )
         return await self._actions.submit(item, request)
-
-
-def _revisions(deps: RouterDeps, actions: RouteActions) -> Revisions:
-    talk = deps.conversations
-    return Revisions(
-        RevisionDeps(
-            settings=deps.settings,
-            store=deps.store,
-            lanes=talk.lanes,
-            outbox=deps.outbox,
-            hub=deps.hub,
-            sessions=talk.sessions,
-            submit=actions.submit,
-        )
-    )
-
-
-def _command_env(deps: RouterDeps) -> CommandEnv:
-    talk = deps.conversations
-    return CommandEnv(
-        settings=deps.settings,
-        store=deps.store,
-        hub=deps.hub,
-        lanes=talk.lanes,
-        sessions=talk.sessions,
-        bus=deps.bus,
-        agent_description=deps.commands.agent_description,
-        stop_conversation=functools.partial(stop_conversation, talk.lanes, deps.store),
-        reload=deps.commands.reload,
-        takeover=talk.takeover,
-    )

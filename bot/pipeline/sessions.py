@@ -53,11 +53,14 @@ class Sessions:
         if message.origin is MessageOrigin.OPERATOR:
             return self.pushed_key(
                 ChatAddress(
-                    channel=message.channel, account_id=message.account_id,
-                    chat_id=message.chat_id, chat_type=message.chat_type,
-                    topic_id=message.thread_root_id, user_id=message.sender.id or None,
+                    channel=message.channel,
+                    account_id=message.account_id,
+                    chat_id=message.chat_id,
+                    chat_type=message.chat_type,
+                    topic_id=message.thread_root_id,
+                    user_id=message.sender.id or None,
                 )
-            )  # fmt: skip
+            )
         base = ConversationKey(
             channel=message.channel, account_id=message.account_id, chat_id=message.chat_id
         )

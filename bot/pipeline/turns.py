@@ -17,23 +17,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.config.settings import Settings
-from bot.delivery.fence import ChatFence
 from bot.delivery.outbox import Outbox
 from bot.delivery.progress import ProgressStream
 from bot.delivery.ratelimit import RateLimiter
 from bot.delivery.replies import ReplyContext
 from bot.delivery.writer import ReplyWriter
 from bot.errors import AgentError, ChatLost
+from bot.fleet.fence import ChatFence
 from bot.hub import ChannelHub
 from bot.messages import Reaction, Sender, utc_now
 from bot.metrics import Counters
 from bot.pipeline import lost_turns
 from bot.pipeline import revised_turns as revised
 from bot.pipeline.clarifications import Clarifications
+from bot.pipeline.endings import QUIET_REASONS, end_quietly
 from bot.pipeline.group_context import render_context
 from bot.pipeline.lanes import CancelReason, CancelToken, TurnRequest
 from bot.pipeline.sessions import Sessions
-from bot.pipeline.takeover import QUIET_REASONS, end_quietly
 from bot.pipeline.turn_marks import TurnMark
 from bot.pipeline.uploads import save_uploads
 from bot.pipeline.workspaces import ThreadWorkspaces
@@ -125,9 +125,12 @@ class TurnRunner:
             self._counters.run_seconds.labels(outcome=outcome).observe(time.monotonic() - started)
             logger.info(
                 "turn key=%s thread=%s correlation=%s outcome=%s duration=%.3fs",
-                request.key.describe(), conversation, ctx.correlation_id, outcome,
+                request.key.describe(),
+                conversation,
+                ctx.correlation_id,
+                outcome,
                 time.monotonic() - started,
-            )  # fmt: skip
+            )
 
     async def _no_thread(self, request: TurnRequest, channel: Channel, exc: AgentError) -> None:
         """No thread could be had (the agent server is down): say so like any failed turn,
@@ -144,10 +147,13 @@ class TurnRunner:
     ) -> ReplyWriter:
         """Replies to the request's last message (``correlation``: the key without one)."""
         ctx = ReplyContext.answering(
-            request.key, request.items[-1] if request.items else None,
-            destination=request.destination, thread_id=thread_id, correlation_id=correlation,
+            request.key,
+            request.items[-1] if request.items else None,
+            destination=request.destination,
+            thread_id=thread_id,
+            correlation_id=correlation,
             tag=revised.RESTART_TAG if request.restarted else "final",
-        )  # fmt: skip
+        )
         return ReplyWriter(ctx, channel.capabilities, self._outbox.submit)
 
     async def _thread_for(self, request: TurnRequest) -> str:
@@ -171,9 +177,13 @@ class TurnRunner:
             fence=self._fence,
         )
         scope = _Scope(
-            request=request, channel=channel, replies=replies, stream=stream,
-            workspace=workspace, thread_id=ctx.thread_id,
-        )  # fmt: skip
+            request=request,
+            channel=channel,
+            replies=replies,
+            stream=stream,
+            workspace=workspace,
+            thread_id=ctx.thread_id,
+        )
         await self._react(replies, Reaction.WORKING)
         try:
             if request.restarted:  # inside: a withdrawal may cancel it right away
@@ -227,20 +237,25 @@ class TurnRunner:
         if request.answered is not None:
             sender = request.items[-1].message.sender if request.items else _system_sender()
             return Turn(
-                text=request.answer or "", sender=sender, resume_answer=request.answer or "",
+                text=request.answer or "",
+                sender=sender,
+                resume_answer=request.answer or "",
                 scheduler=self._ports.scheduler_for(request),
                 handoff=self._ports.handoff_for(request),
-            )  # fmt: skip
+            )
         messages = [item.message for item in request.items]
         limit = self._settings().agent.max_upload_bytes
         uploads, notes = await save_uploads(channel, messages, workspace, limit)
         text = "\n\n".join(m.text for m in messages if m.text.strip())
         return Turn(
-            text=text, sender=messages[-1].sender, uploads=uploads, notes=notes,
+            text=text,
+            sender=messages[-1].sender,
+            uploads=uploads,
+            notes=notes,
             scheduler=self._ports.scheduler_for(request),
             handoff=self._ports.handoff_for(request),
             chat_context=render_context(request.context),
-        )  # fmt: skip
+        )
 
     async def _ask(self, scope: _Scope, event: ClarificationRequest) -> None:
         ctx, caps = scope.replies.ctx, scope.channel.capabilities
@@ -331,16 +346,22 @@ class TurnRunner:
         run began (``TurnMark``). Each message keeps its own count of crashes: a fresh one
         merged with a recovered one has none. Issued together, the updates go to the store as
         one statement (SQLite batches them into one ``executemany``)."""
-        await asyncio.gather(*(
-            self._store.inbound.update(
-                item.entry_id, InboundStatus.RUNNING, key=request.key, thread_id=thread,
-                reason=TurnMark(
-                    turn=correlation_id, agent_started=agent_started,
-                    interrupted=item.interrupted,
-                ).encode(),
+        await asyncio.gather(
+            *(
+                self._store.inbound.update(
+                    item.entry_id,
+                    InboundStatus.RUNNING,
+                    key=request.key,
+                    thread_id=thread,
+                    reason=TurnMark(
+                        turn=correlation_id,
+                        agent_started=agent_started,
+                        interrupted=item.interrupted,
+                    ).encode(),
+                )
+                for item in request.items
             )
-            for item in request.items
-        ))  # fmt: skip
+        )
 
     async def _mark(
         self,

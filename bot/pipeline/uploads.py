@@ -32,8 +32,10 @@ async def save_uploads(
         for attachment in message.attachments:
             name = safe_file_name(attachment.name, fallback=f"{attachment.kind}")
             if attachment.size is not None and attachment.size > max_bytes:
-                notes.append(f"The attachment {name!r} was not downloaded: it is larger than "
-                             f"the {max_bytes} byte limit.")  # fmt: skip
+                notes.append(
+                    f"The attachment {name!r} was not downloaded: it is larger than "
+                    f"the {max_bytes} byte limit."
+                )
                 continue
             try:
                 data = await channel.download(attachment, max_bytes=max_bytes)

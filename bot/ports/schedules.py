@@ -68,9 +68,12 @@ class ScheduleTarget:
     def describe(self) -> str:
         """Its conversation's readable form (``ConversationKey.describe``)."""
         return ConversationKey(
-            channel=self.channel, account_id=self.account_id, chat_id=self.chat_id,
-            topic_id=self.topic_id, user_id=self.user_id,
-        ).describe()  # fmt: skip
+            channel=self.channel,
+            account_id=self.account_id,
+            chat_id=self.chat_id,
+            topic_id=self.topic_id,
+            user_id=self.user_id,
+        ).describe()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

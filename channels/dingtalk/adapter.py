@@ -46,15 +46,23 @@ from channels.dingtalk.sessions import SessionBook
 logger = logging.getLogger(__name__)
 
 DINGTALK_CAPABILITIES = ChannelCapabilities(
-    text_limit=TEXT_LIMIT, text_unit=TextUnit.UTF8_BYTES, edits=False, buttons=False,
-    threads=False, typing=False,
-    max_file_bytes=20 * 1024 * 1024, max_image_bytes=10 * 1024 * 1024,
-    progress_interval_dm_s=1.0, progress_interval_group_s=1.5, per_chat_interval_s=3.0,
-    per_dm_interval_s=0.2, listen_caveat=(
+    text_limit=TEXT_LIMIT,
+    text_unit=TextUnit.UTF8_BYTES,
+    edits=False,
+    buttons=False,
+    threads=False,
+    typing=False,
+    max_file_bytes=20 * 1024 * 1024,
+    max_image_bytes=10 * 1024 * 1024,
+    progress_interval_dm_s=1.0,
+    progress_interval_group_s=1.5,
+    per_chat_interval_s=3.0,
+    per_dm_interval_s=0.2,
+    listen_caveat=(
         "DingTalk delivers a group message to a robot only when it @-mentions the robot, "
         "so listen hears no other group message"
     ),
-)  # fmt: skip
+)
 SESSIONS_FILE = "dingtalk-sessions.sqlite3"
 
 

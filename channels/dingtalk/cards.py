@@ -53,14 +53,18 @@ class Cards:
         """Create and deliver a card showing ``text``; returns its message id."""
         track = out_track_id(dedupe_key)
         try:
-            await self._api.call("POST", "/v1.0/card/instances", {
-                "cardTemplateId": self._template_id,
-                "outTrackId": track,
-                "cardData": {"cardParamMap": {self._key: "", "flowStatus": PROCESSING}},
-                "callbackType": "STREAM",
-                "imGroupOpenSpaceModel": {"supportForward": True},
-                "imRobotOpenSpaceModel": {"supportForward": True},
-            })  # fmt: skip
+            await self._api.call(
+                "POST",
+                "/v1.0/card/instances",
+                {
+                    "cardTemplateId": self._template_id,
+                    "outTrackId": track,
+                    "cardData": {"cardParamMap": {self._key: "", "flowStatus": PROCESSING}},
+                    "callbackType": "STREAM",
+                    "imGroupOpenSpaceModel": {"supportForward": True},
+                    "imRobotOpenSpaceModel": {"supportForward": True},
+                },
+            )
         except InvalidRequest as refused:
             if not dedupe_key:
                 raise
@@ -100,12 +104,25 @@ class Cards:
     async def stream(self, track: str, text: str, *, final: bool) -> None:
         """Show ``text`` (the whole content so far); ``final`` closes the card."""
         content = dingtalk_markdown(text)
-        await self._api.call("PUT", "/v1.0/card/streaming", {
-            "outTrackId": track, "guid": uuid.uuid4().hex, "key": self._key,
-            "content": content, "isFull": True, "isFinalize": final, "isError": False,
-        })  # fmt: skip
-        if final:
-            await self._api.call("PUT", "/v1.0/card/instances", {
+        await self._api.call(
+            "PUT",
+            "/v1.0/card/streaming",
+            {
                 "outTrackId": track,
-                "cardData": {"cardParamMap": {self._key: content, "flowStatus": FINISHED}},
-            })  # fmt: skip
+                "guid": uuid.uuid4().hex,
+                "key": self._key,
+                "content": content,
+                "isFull": True,
+                "isFinalize": final,
+                "isError": False,
+            },
+        )
+        if final:
+            await self._api.call(
+                "PUT",
+                "/v1.0/card/instances",
+                {
+                    "outTrackId": track,
+                    "cardData": {"cardParamMap": {self._key: content, "flowStatus": FINISHED}},
+                },
+            )

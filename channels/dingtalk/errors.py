@@ -42,10 +42,14 @@ TOKEN_ERRCODES = frozenset({40001, 40014, 42001})
 """oapi: the access_token is invalid or expired."""
 CREDENTIAL_ERRCODES = frozenset({40089, 40013, 40091, 40096})
 """oapi ``/gettoken``: the appkey or appsecret was refused."""
-CREDENTIAL_CODES = frozenset({
-    "InvalidAuthentication", "invalidClientIdOrSecret", "invalidAppKeyOrSecret",
-    "Forbidden.AccessDenied.AccessTokenPermissionDenied",
-})  # fmt: skip
+CREDENTIAL_CODES = frozenset(
+    {
+        "InvalidAuthentication",
+        "invalidClientIdOrSecret",
+        "invalidAppKeyOrSecret",
+        "Forbidden.AccessDenied.AccessTokenPermissionDenied",
+    }
+)
 PER_SECOND_ERRCODES = frozenset({90018, 90002})
 PER_MINUTE_ERRCODES = frozenset({90005, 90006, 41047, 41048, 88})
 """The per-minute API quotas: waiting a full minute is the smallest wait that surely helps."""

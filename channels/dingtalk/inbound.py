@@ -46,9 +46,11 @@ def _text(value: object) -> str:
 def _picture(code: str, message_id: str, index: int) -> Attachment:
     suffix = f"-{index}" if index else ""
     return Attachment(
-        kind=AttachmentKind.IMAGE, name=f"picture-{message_id[-12:]}{suffix}.png",
-        mime="image/png", ref=code,
-    )  # fmt: skip
+        kind=AttachmentKind.IMAGE,
+        name=f"picture-{message_id[-12:]}{suffix}.png",
+        mime="image/png",
+        ref=code,
+    )
 
 
 def _rich_text(items: list[object], message_id: str) -> tuple[str, tuple[Attachment, ...]]:
@@ -130,7 +132,9 @@ def decode(raw: Json, channel: str) -> Decoded | None:
     session = None
     if incoming.session_webhook and incoming.session_webhook_expired_time:
         session = Session(
-            chat_id=chat_id, staff_id=sender_id, webhook=str(incoming.session_webhook),
+            chat_id=chat_id,
+            staff_id=sender_id,
+            webhook=str(incoming.session_webhook),
             expires_ms=int(incoming.session_webhook_expired_time),
-        )  # fmt: skip
+        )
     return Decoded(message=message, session=session)

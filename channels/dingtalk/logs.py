@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import logging
 
-SDK_LOGGERS = ("dingtalk_stream", "dingtalk_stream.client", "dingtalk_stream.handler",
-               "dingtalk_stream.card_replier")  # fmt: skip
+SDK_LOGGERS = (
+    "dingtalk_stream",
+    "dingtalk_stream.client",
+    "dingtalk_stream.handler",
+    "dingtalk_stream.card_replier",
+)
 
 
 def route_sdk_logs(*, debug: bool) -> None:

@@ -65,17 +65,29 @@ QUESTION_BUTTONS = ButtonLimits(
 """A card's 30 KB holds 4 000 characters (at most 16 KB in the content string) and twenty
 buttons (each well under 1 KB, its label twice), with room to spare."""
 FEISHU_CAPABILITIES = ChannelCapabilities(
-    text_limit=TEXT_LIMIT, text_unit=TextUnit.CHARS, edits=True, buttons=True, threads=True,
-    button_limits=QUESTION_BUTTONS, reactions=frozenset(Reaction), typing=False,
-    max_file_bytes=30 * 1024 * 1024, max_image_bytes=10 * 1024 * 1024,
-    progress_interval_dm_s=1.0, progress_interval_group_s=1.0, per_chat_interval_s=0.2,
-    per_dm_interval_s=0.2, global_rate_per_s=50.0, idempotent_sends=True, deletes=True,
+    text_limit=TEXT_LIMIT,
+    text_unit=TextUnit.CHARS,
+    edits=True,
+    buttons=True,
+    threads=True,
+    button_limits=QUESTION_BUTTONS,
+    reactions=frozenset(Reaction),
+    typing=False,
+    max_file_bytes=30 * 1024 * 1024,
+    max_image_bytes=10 * 1024 * 1024,
+    progress_interval_dm_s=1.0,
+    progress_interval_group_s=1.0,
+    per_chat_interval_s=0.2,
+    per_dm_interval_s=0.2,
+    global_rate_per_s=50.0,
+    idempotent_sends=True,
+    deletes=True,
     listen_caveat=(
         "Feishu delivers group messages that do not @-mention the bot only to an app granted "
         "the im:message.group_msg permission (read all messages in group chats), which "
         "Switchboard cannot check; without it only @-mentions arrive and listen hears nothing else"
     ),
-)  # fmt: skip
+)
 """Feishu's send API allows 5 QPS to one user or one group and 50 QPS (1000/min) per app."""
 BOT_INFO = "/open-apis/bot/v3/info"
 HTTP_START_WAIT_S = 2.5

@@ -146,9 +146,14 @@ class FeishuApi:
             headers = {"Authorization": f"Bearer {token}"}
             with transport_errors():
                 response = await self._http.request(
-                    method, path, json=body, params=params, data=form, files=files,
+                    method,
+                    path,
+                    json=body,
+                    params=params,
+                    data=form,
+                    files=files,
                     headers=headers,
-                )  # fmt: skip
+                )
             answer = decoded(response)
             error = failure(response, answer)
             if error is None:

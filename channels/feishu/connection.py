@@ -90,9 +90,13 @@ class SdkClient(ws_client.Client):  # type: ignore[misc]
     def __init__(self, link: LongConnection, config: LinkConfig, first: Endpoint) -> None:
         level = LogLevel.DEBUG if config.debug else LogLevel.WARNING
         super().__init__(
-            config.app_id, config.app_secret, log_level=level,
-            event_handler=Dispatcher(link.handler), domain=config.domain, auto_reconnect=True,
-        )  # fmt: skip
+            config.app_id,
+            config.app_secret,
+            log_level=level,
+            event_handler=Dispatcher(link.handler),
+            domain=config.domain,
+            auto_reconnect=True,
+        )
         self._link = link
         self._config = config
         self._first: Endpoint | None = first

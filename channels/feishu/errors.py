@@ -41,9 +41,18 @@ TOKEN_CODES = frozenset({99991661, 99991663, 99991664, 99991665, 99991671})
 """The tenant token is missing, invalid or expired: fetch a new one and retry once."""
 CREDENTIAL_CODES = frozenset({10003, 10014, 99991543})
 """``tenant_access_token/internal`` refused the app id or secret."""
-FORBIDDEN_CODES = frozenset({
-    230002, 230006, 230013, 230027, 230035, 99991672, 99991673, 99991679,
-})  # fmt: skip
+FORBIDDEN_CODES = frozenset(
+    {
+        230002,
+        230006,
+        230013,
+        230027,
+        230035,
+        99991672,
+        99991673,
+        99991679,
+    }
+)
 GONE_CODES = frozenset({230011, 230110, 231003, 200740, 300313})
 TARGET_CODES = frozenset({230003, 232009, 232011})
 TRANSIENT_CODES = frozenset({2200, 1000040343, 230020, 99991401})

@@ -178,11 +178,15 @@ class Translator:
         if not message_id or not chat_id:
             return None
         return InboundMessage(
-            channel=self._channel, account_id=_tenant(payload), chat_id=chat_id,
-            chat_type=ChatType.GROUP, message_id=f"{message_id}/recalled", sender=Sender(id=""),
+            channel=self._channel,
+            account_id=_tenant(payload),
+            chat_id=chat_id,
+            chat_type=ChatType.GROUP,
+            message_id=f"{message_id}/recalled",
+            sender=Sender(id=""),
             revision=Revision(kind=RevisionKind.WITHDRAWN, message_id=message_id),
             received_at=event_time(event.get("recall_time")),
-        )  # fmt: skip
+        )
 
     def _is_me(self, sender: Json, open_id: str) -> bool:
         if open_id and open_id == self._me.open_id:

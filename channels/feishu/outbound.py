@@ -74,9 +74,16 @@ REACTIONS = {
     Reaction.FAILED: "CrossMark",
 }
 FILE_TYPES = {
-    ".opus": "opus", ".mp4": "mp4", ".pdf": "pdf", ".doc": "doc", ".docx": "doc",
-    ".xls": "xls", ".xlsx": "xls", ".ppt": "ppt", ".pptx": "ppt",
-}  # fmt: skip
+    ".opus": "opus",
+    ".mp4": "mp4",
+    ".pdf": "pdf",
+    ".doc": "doc",
+    ".docx": "doc",
+    ".xls": "xls",
+    ".xlsx": "xls",
+    ".ppt": "ppt",
+    ".pptx": "ppt",
+}
 KEPT = 4096
 UUID_CHARS = 32
 RICH_RUNGS = (Rung.CARD, Rung.POST)
@@ -163,9 +170,13 @@ class Outbound:
         return message_id
 
     async def _ladder(
-        self, text: str, mode: RenderMode, buttons: tuple[Button, ...], scope: ButtonScope,
+        self,
+        text: str,
+        mode: RenderMode,
+        buttons: tuple[Button, ...],
+        scope: ButtonScope,
         call: ContentCall,
-    ) -> str:  # fmt: skip
+    ) -> str:
         """Try each rung of the mode; a rejected payload (not a vanished message) falls through."""
         rungs = RICH_RUNGS if mode is RenderMode.RICH else (Rung.TEXT,)
         for rung in rungs[:-1]:
@@ -196,9 +207,11 @@ class Outbound:
             except MessageGone:
                 logger.info("feishu: reply target %s is gone; sending to the chat", target)
         data = await self._api.call(
-            "POST", MESSAGES, params={"receive_id_type": "chat_id"},
+            "POST",
+            MESSAGES,
+            params={"receive_id_type": "chat_id"},
             body={**body, "receive_id": dest.chat_id},
-        )  # fmt: skip
+        )
         return str(data.get("message_id") or "")
 
     # ------------------------------------------------------------------ edits
@@ -279,19 +292,22 @@ class Outbound:
         if file.is_image:
             try:
                 found = await self._api.call(
-                    "POST", "/open-apis/im/v1/images", form={"image_type": "message"},
+                    "POST",
+                    "/open-apis/im/v1/images",
+                    form={"image_type": "message"},
                     files={"image": (file.name, data)},
-                )  # fmt: skip
+                )
                 return Content(msg_type="image", content=dumps({"image_key": _key(found, "image")}))
             except InvalidRequest as exc:
                 logger.info(
                     "feishu refused %s as an image (%s); sending it as a file", file.name, exc
                 )
         found = await self._api.call(
-            "POST", "/open-apis/im/v1/files",
+            "POST",
+            "/open-apis/im/v1/files",
             form={"file_type": file_type_for(file.name), "file_name": file.name},
             files={"file": (file.name, data)},
-        )  # fmt: skip
+        )
         return Content(msg_type="file", content=dumps({"file_key": _key(found, "file")}))
 
     # ------------------------------------------------------------------ reactions
@@ -313,9 +329,10 @@ class Outbound:
         if previous is not None and previous[0] == emoji:
             return
         found = await self._api.call(
-            "POST", f"{MESSAGES}/{message_id}/reactions",
+            "POST",
+            f"{MESSAGES}/{message_id}/reactions",
             body={"reaction_type": {"emoji_type": emoji}},
-        )  # fmt: skip
+        )
         self._stages.keep(message_id, (emoji, str(found.get("reaction_id") or "")))
         if previous is not None and previous[1]:
             try:

@@ -155,8 +155,13 @@ def _button(index: int, button: Button, scope: ButtonScope, chosen: str | None) 
     return element
 
 
-def chosen_card(text: str | None, buttons: tuple[Button, ...], scope: ButtonScope | None,
-                payload: str, label: str) -> Json:  # fmt: skip
+def chosen_card(
+    text: str | None,
+    buttons: tuple[Button, ...],
+    scope: ButtonScope | None,
+    payload: str,
+    label: str,
+) -> Json:
     """The question after a press: its text, the choice, and every button disabled."""
     line = f"✅ Chosen: **{card_markdown(label)}**"
     elements = [markdown_element(f"{text}\n\n{line}" if text else line)]

@@ -62,11 +62,21 @@ FILE_LIMIT = 100 * 1024 * 1024
 QUESTION_BUTTONS = ButtonLimits(max_buttons=BUTTONS_PER_BLOCK, label_chars=BUTTON_LABEL_LIMIT)
 """One ``actions`` block (25 elements) of buttons whose text Slack takes (75 characters)."""
 SLACK_CAPABILITIES = ChannelCapabilities(
-    text_limit=12_000, edits=True, buttons=True, threads=True, typing=False, deletes=True,
-    reactions=frozenset(Reaction), button_limits=QUESTION_BUTTONS,
-    max_file_bytes=FILE_LIMIT, max_image_bytes=FILE_LIMIT, progress_interval_dm_s=1.0,
-    progress_interval_group_s=1.0, per_chat_interval_s=1.0, per_dm_interval_s=1.0,
-)  # fmt: skip
+    text_limit=12_000,
+    edits=True,
+    buttons=True,
+    threads=True,
+    typing=False,
+    deletes=True,
+    reactions=frozenset(Reaction),
+    button_limits=QUESTION_BUTTONS,
+    max_file_bytes=FILE_LIMIT,
+    max_image_bytes=FILE_LIMIT,
+    progress_interval_dm_s=1.0,
+    progress_interval_group_s=1.0,
+    per_chat_interval_s=1.0,
+    per_dm_interval_s=1.0,
+)
 """``chat.postMessage`` allows about one message a second per conversation, a DM included
 (short bursts tolerated); ``chat.update`` is Tier 3 (50+/min per workspace) and progress
 edits are throttled by the progress interval. No bot-wide pacing: the tiers are per method,
@@ -187,9 +197,12 @@ class SlackChannel(PlatformChannel[Outbound]):
     def _new_app(self, client: AsyncWebClient, me: BotSelf) -> AsyncApp:
         async def authorize(enterprise_id: str | None) -> AuthorizeResult:
             return AuthorizeResult(
-                enterprise_id=enterprise_id, team_id=me.team_id, bot_id=me.bot_id,
-                bot_user_id=me.user_id, bot_token=self._access.token,
-            )  # fmt: skip
+                enterprise_id=enterprise_id,
+                team_id=me.team_id,
+                bot_id=me.bot_id,
+                bot_user_id=me.user_id,
+                bot_token=self._access.token,
+            )
 
         return AsyncApp(
             name="switchboard",

@@ -35,24 +35,54 @@ from bot.errors import (
     TransientSendError,
 )
 
-AUTH_ERRORS = frozenset({
-    "invalid_auth", "token_revoked", "account_inactive", "not_authed", "token_expired",
-    "org_login_required", "team_access_not_granted", "two_factor_setup_required",
-})  # fmt: skip
-TARGET_ERRORS = frozenset({
-    "channel_not_found", "not_in_channel", "user_not_found", "thread_not_found",
-    "is_inactive", "channel_is_archived_or_deleted",
-})  # fmt: skip
-FORBIDDEN_ERRORS = frozenset({
-    "is_archived", "restricted_action", "restricted_action_read_only_channel",
-    "restricted_action_thread_only_channel", "restricted_action_non_threadable_channel",
-    "missing_scope", "no_permission", "ekm_access_denied", "not_allowed_token_type",
-    "access_denied", "cannot_dm_bot", "team_not_found",
-})  # fmt: skip
-TRANSIENT_ERRORS = frozenset({
-    "internal_error", "fatal_error", "service_unavailable", "request_timeout",
-    "team_added_to_org", "upstream_error",
-})  # fmt: skip
+AUTH_ERRORS = frozenset(
+    {
+        "invalid_auth",
+        "token_revoked",
+        "account_inactive",
+        "not_authed",
+        "token_expired",
+        "org_login_required",
+        "team_access_not_granted",
+        "two_factor_setup_required",
+    }
+)
+TARGET_ERRORS = frozenset(
+    {
+        "channel_not_found",
+        "not_in_channel",
+        "user_not_found",
+        "thread_not_found",
+        "is_inactive",
+        "channel_is_archived_or_deleted",
+    }
+)
+FORBIDDEN_ERRORS = frozenset(
+    {
+        "is_archived",
+        "restricted_action",
+        "restricted_action_read_only_channel",
+        "restricted_action_thread_only_channel",
+        "restricted_action_non_threadable_channel",
+        "missing_scope",
+        "no_permission",
+        "ekm_access_denied",
+        "not_allowed_token_type",
+        "access_denied",
+        "cannot_dm_bot",
+        "team_not_found",
+    }
+)
+TRANSIENT_ERRORS = frozenset(
+    {
+        "internal_error",
+        "fatal_error",
+        "service_unavailable",
+        "request_timeout",
+        "team_added_to_org",
+        "upstream_error",
+    }
+)
 GONE_ERRORS = frozenset({"message_not_found", "cant_update_message", "edit_window_closed"})
 DEFAULT_RATE_LIMIT_S = 1.0
 

@@ -157,12 +157,15 @@ class Translator:
             if not target or self.is_ignored({**previous, "subtype": None}):
                 return None
             return InboundMessage(
-                channel=self._channel, account_id=self._me.team_id, chat_id=channel,
+                channel=self._channel,
+                account_id=self._me.team_id,
+                chat_id=channel,
                 chat_type=chat_type_of(channel, event.get("channel_type")),
-                message_id=f"{target}/deleted", sender=Sender(id=str(previous.get("user") or "")),
+                message_id=f"{target}/deleted",
+                sender=Sender(id=str(previous.get("user") or "")),
                 revision=Revision(kind=RevisionKind.WITHDRAWN, message_id=target),
                 received_at=event_time(event.get("event_ts") or event.get("ts")),
-            )  # fmt: skip
+            )
         if current.get("text") == previous.get("text"):
             return None  # an unfurl, a reaction, a file shown: nothing the agent reads changed
         inner = {**current, "channel": channel, "channel_type": event.get("channel_type")}

@@ -55,12 +55,23 @@ QUESTION_BUTTONS = ButtonLimits(max_buttons=10, label_chars=64)
 """One option per keyboard row (``outbound._keyboard``): ten rows still fit a phone screen,
 well inside the 100 buttons an inline keyboard takes; a longer label is cut by the client."""
 TELEGRAM_CAPABILITIES = ChannelCapabilities(
-    text_limit=4096, text_unit=TextUnit.UTF16, edits=True, buttons=True, threads=True,
-    button_limits=QUESTION_BUTTONS, reactions=frozenset({Reaction.QUEUED}), typing=True,
-    max_file_bytes=DOCUMENT_LIMIT, max_image_bytes=PHOTO_LIMIT,
-    progress_interval_dm_s=1.0, progress_interval_group_s=3.0, per_chat_interval_s=1.0,
-    per_dm_interval_s=0.0, global_rate_per_s=30.0, group_messages_per_minute=20,
-)  # fmt: skip
+    text_limit=4096,
+    text_unit=TextUnit.UTF16,
+    edits=True,
+    buttons=True,
+    threads=True,
+    button_limits=QUESTION_BUTTONS,
+    reactions=frozenset({Reaction.QUEUED}),
+    typing=True,
+    max_file_bytes=DOCUMENT_LIMIT,
+    max_image_bytes=PHOTO_LIMIT,
+    progress_interval_dm_s=1.0,
+    progress_interval_group_s=3.0,
+    per_chat_interval_s=1.0,
+    per_dm_interval_s=0.0,
+    global_rate_per_s=30.0,
+    group_messages_per_minute=20,
+)
 """Pacing as python-telegram-bot's own limiter: 30/s for the bot, about one message a second
 in a group (and at most 20 new messages a minute), private chats limited only bot-wide.
 Telegram says what it wants with 429 ``retry_after``, which blocks exactly that chat."""
@@ -106,9 +117,12 @@ class TelegramChannel(PlatformChannel[Outbound]):
             )
             context.routes.add_post(self._webhook.path, receiver.handle)
         self._polling = ExclusivePolling(
-            self._handle_updates, context.health, context.exclusive,
-            timeout_s=poll_timeout_s, secret=token,
-        )  # fmt: skip
+            self._handle_updates,
+            context.health,
+            context.exclusive,
+            timeout_s=poll_timeout_s,
+            secret=token,
+        )
         self._bot: Bot | None = None
         self._me: BotMe | None = None
         self._background: set[asyncio.Task[None]] = set()

@@ -227,10 +227,13 @@ def _attachments(message: Message) -> tuple[Attachment, ...]:
         largest = max(message.photo, key=lambda p: (p.width * p.height, p.file_size or 0))
         found.append(
             Attachment(
-                kind=AttachmentKind.IMAGE, name=f"photo_{largest.file_unique_id}.jpg",
-                mime="image/jpeg", size=largest.file_size, ref=largest.file_id,
+                kind=AttachmentKind.IMAGE,
+                name=f"photo_{largest.file_unique_id}.jpg",
+                mime="image/jpeg",
+                size=largest.file_size,
+                ref=largest.file_id,
             )
-        )  # fmt: skip
+        )
     if message.document is not None:
         doc = message.document
         mime = doc.mime_type or "application/octet-stream"
@@ -250,27 +253,35 @@ def _media(message: Message) -> list[Attachment]:
         voice = message.voice
         found.append(
             Attachment(
-                kind=AttachmentKind.AUDIO, name=f"voice_{voice.file_unique_id}.ogg",
-                mime=voice.mime_type or "audio/ogg", size=voice.file_size, ref=voice.file_id,
+                kind=AttachmentKind.AUDIO,
+                name=f"voice_{voice.file_unique_id}.ogg",
+                mime=voice.mime_type or "audio/ogg",
+                size=voice.file_size,
+                ref=voice.file_id,
             )
-        )  # fmt: skip
+        )
     if message.audio is not None:
         audio = message.audio
         found.append(
             Attachment(
                 kind=AttachmentKind.AUDIO,
                 name=audio.file_name or f"audio_{audio.file_unique_id}.mp3",
-                mime=audio.mime_type or "audio/mpeg", size=audio.file_size, ref=audio.file_id,
+                mime=audio.mime_type or "audio/mpeg",
+                size=audio.file_size,
+                ref=audio.file_id,
             )
-        )  # fmt: skip
+        )
     video = message.video or message.video_note
     if video is not None:
         name = getattr(video, "file_name", None) or f"video_{video.file_unique_id}.mp4"
         mime = getattr(video, "mime_type", None) or "video/mp4"
         found.append(
             Attachment(
-                kind=AttachmentKind.VIDEO, name=name, mime=mime, size=video.file_size,
+                kind=AttachmentKind.VIDEO,
+                name=name,
+                mime=mime,
+                size=video.file_size,
                 ref=video.file_id,
             )
-        )  # fmt: skip
+        )
     return found

@@ -115,12 +115,15 @@ class Outbound:
                 raise InvalidRequest(f"{file.name} is larger than Telegram's 50 MB limit")
             with sdk_errors(self._secret):
                 sent = await self._bot.send_document(
-                    chat_id=chat_id, document=data, filename=file.name,
+                    chat_id=chat_id,
+                    document=data,
+                    filename=file.name,
                     caption=file.caption[:CAPTION_LIMIT] or None,
                     message_thread_id=forum_thread_of(dest.topic_id),
                     reply_parameters=_reply(file.reply_to),
-                    write_timeout=UPLOAD_TIMEOUT_S, read_timeout=UPLOAD_TIMEOUT_S,
-                )  # fmt: skip
+                    write_timeout=UPLOAD_TIMEOUT_S,
+                    read_timeout=UPLOAD_TIMEOUT_S,
+                )
         return SentRef(message_ids=(str(sent.message_id),))
 
     async def _photo(self, file: OutboundFile, data: bytes) -> Message | None:
@@ -129,12 +132,15 @@ class Outbound:
         try:
             with sdk_errors(self._secret):
                 return await self._bot.send_photo(
-                    chat_id=_chat_id(dest), photo=data, filename=file.name,
+                    chat_id=_chat_id(dest),
+                    photo=data,
+                    filename=file.name,
                     caption=file.caption[:CAPTION_LIMIT] or None,
                     message_thread_id=forum_thread_of(dest.topic_id),
                     reply_parameters=_reply(file.reply_to),
-                    write_timeout=UPLOAD_TIMEOUT_S, read_timeout=UPLOAD_TIMEOUT_S,
-                )  # fmt: skip
+                    write_timeout=UPLOAD_TIMEOUT_S,
+                    read_timeout=UPLOAD_TIMEOUT_S,
+                )
         except InvalidRequest as exc:
             logger.info("photo %s refused (%s); sending it as a document", file.name, exc)
             return None

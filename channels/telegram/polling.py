@@ -136,9 +136,14 @@ class ExclusivePolling:
     exclusive name; ``stop`` cancels it and confirms what was handled."""
 
     def __init__(
-        self, handle: UpdatesHandler, health: ChannelHealth, exclusive: Exclusive, *,
-        timeout_s: float, secret: str,
-    ) -> None:  # fmt: skip
+        self,
+        handle: UpdatesHandler,
+        health: ChannelHealth,
+        exclusive: Exclusive,
+        *,
+        timeout_s: float,
+        secret: str,
+    ) -> None:
         self._handle = handle
         self._health = health
         self._exclusive = exclusive

@@ -90,11 +90,15 @@ def _rich(text: str) -> tuple[str, list[tgm.MessageEntity]] | None:
 def _ptb(entities: list[tgm.MessageEntity]) -> tuple[MessageEntity, ...]:
     return tuple(
         MessageEntity(
-            type=e.type, offset=e.offset, length=e.length, url=e.url, language=e.language,
+            type=e.type,
+            offset=e.offset,
+            length=e.length,
+            url=e.url,
+            language=e.language,
             custom_emoji_id=e.custom_emoji_id,
         )
         for e in entities
-    )  # fmt: skip
+    )
 
 
 def _escape_raw_html(markdown: str) -> str:

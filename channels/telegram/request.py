@@ -45,9 +45,14 @@ class BoundedRequest(HTTPXRequest):
         """Wait for a free slot, then send as ``HTTPXRequest`` does (the pool never waits)."""
         async with self._slots:
             return await super().do_request(
-                url, method, request_data, read_timeout, write_timeout, connect_timeout,
+                url,
+                method,
+                request_data,
+                read_timeout,
+                write_timeout,
+                connect_timeout,
                 pool_timeout,
-            )  # fmt: skip
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -162,9 +162,12 @@ class PgLeaseStore(LeaseStore):
         if fresh_start:
             claimed.update(held)
         return Adoption(
-            held=frozenset(held), claimed=frozenset(claimed), others=others, entries=entries,
+            held=frozenset(held),
+            claimed=frozenset(claimed),
+            others=others,
+            entries=entries,
             tokens=tokens,
-        )  # fmt: skip
+        )
 
     async def _take(self, tx: PgSession, params: dict[str, object]) -> tuple[AdoptedEntry, ...]:
         taken = [
@@ -295,8 +298,10 @@ class PgLeaseStore(LeaseStore):
             except (psycopg.Error, OSError) as exc:
                 logger.warning(
                     "waiting for %s: store %s unreachable (%s)",
-                    name, self._db.where, self._db.server.scrub(str(exc)),
-                )  # fmt: skip
+                    name,
+                    self._db.where,
+                    self._db.server.scrub(str(exc)),
+                )
                 if conn is not None:
                     with contextlib.suppress(psycopg.Error, OSError):
                         await conn.close()

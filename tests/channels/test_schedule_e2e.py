@@ -18,7 +18,6 @@ import pytest
 from agent.embedded import EmbeddedBackend
 from bot.config.settings import Settings
 from bot.messages import utc_now
-from bot.pipeline.schedule_book import ScheduleBook
 from bot.ports import Store
 from bot.ports.schedules import (
     FiringOutcome,
@@ -28,6 +27,7 @@ from bot.ports.schedules import (
     ScheduleStore,
     schedules_of,
 )
+from bot.schedules.book import ScheduleBook
 from store.postgres import PostgresStore
 from tests.channels.schedule_places import PLACES, Place
 from tests.fakes.common.waiting import eventually

@@ -22,10 +22,10 @@ from playwright.async_api import Browser, Dialog, Page, async_playwright, expect
 from playwright.async_api import Error as PlaywrightError
 
 from bot.messages import ChatType, utc_now
-from bot.pipeline.schedule_book import ScheduleBook
 from bot.ports.activity import journal_window_of
 from bot.ports.schedules import ScheduleAction, ScheduleTarget
 from bot.records import InboundStatus, OutboxState
+from bot.schedules.book import ScheduleBook
 from tests.channels.telegram_support import TelegramRun, telegram_settings, wait_text
 from tests.console.support import (
     IMAGES,

@@ -12,8 +12,8 @@ import pytest
 from prometheus_client import Counter
 from psycopg import sql
 
-from bot.delivery.fence import ChatFence
 from bot.errors import ChatLost
+from bot.fleet.fence import ChatFence
 from bot.records import ChatRef, InboundStatus, LeaseFence, OutboxState
 from store.postgres import PostgresStore
 from store.sqlite import SqliteStore

@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from bot.messages import ConversationKey
-from bot.pipeline.mutes import MuteBook
 from bot.ports.mutes import Mute
+from bot.takeover.mutes import MuteBook
 from tests.store.support import START, BackendStore, StoreFactory
 
 TOPIC = ConversationKey(channel="slack", account_id="T1", chat_id="C1", topic_id="171.5")

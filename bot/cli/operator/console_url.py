@@ -59,8 +59,9 @@ def console_url(args: argparse.Namespace) -> int:
     link = make_link(settings.state_dir, name, ttl)
     url = f"{base.rstrip('/')}/console/login/once?t={link.token}"
     if args.json:
-        print_json({"url": url, "name": link.name, "expires_in_s": ttl,
-                    "expires_at": int(link.expires_at)})  # fmt: skip
+        print_json(
+            {"url": url, "name": link.name, "expires_in_s": ttl, "expires_at": int(link.expires_at)}
+        )
     else:
         say(url)
         left = int(link.expires_at - time.time())

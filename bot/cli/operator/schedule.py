@@ -3,7 +3,7 @@ against the configured store (``open_existing``), safe while the daemon runs.
 
 ``add`` only records: the daemon's ``schedules`` loop (any replica's) sees the new schedule
 within a second. Like every operator view, ``list`` prints a schedule's text as its length
-only. Its LAST column says how the newest firing went (``bot.operator.schedules``, shared
+only. Its LAST column says how the newest firing went (``bot.schedules.views``, shared
 with the console).
 """
 
@@ -17,13 +17,19 @@ from bot.cli.options import CommandFailed
 from bot.config.settings import Settings
 from bot.exit_codes import EXIT_OK
 from bot.messages import ChatType
-from bot.operator.actions import OperationRefused, cancel_schedule
+from bot.operator.actions import OperationRefused
 from bot.operator.labels import table, when
-from bot.operator.schedules import HEADERS, latest_firing, schedule_cells, schedule_json
-from bot.pipeline.schedule_book import ScheduleBook
 from bot.ports import Store
 from bot.ports.chats import chats_of
 from bot.ports.schedules import ScheduleAction, ScheduleRefused, ScheduleTarget
+from bot.schedules.book import ScheduleBook
+from bot.schedules.views import (
+    HEADERS,
+    cancel_schedule,
+    latest_firing,
+    schedule_cells,
+    schedule_json,
+)
 
 
 async def schedule_list(args: argparse.Namespace, settings: Settings) -> int:
@@ -51,10 +57,15 @@ async def schedule_add(args: argparse.Namespace, settings: Settings) -> int:
         target = await _target(args, store)
         try:
             made = await ScheduleBook(lambda: settings, store).create(
-                target, at=args.at, cron=args.cron, timezone=args.tz, action=action,
+                target,
+                at=args.at,
+                cron=args.cron,
+                timezone=args.tz,
+                action=action,
                 text=args.text if args.text is not None else args.run_agent,
-                actor=operator_actor(), misfire_grace_s=args.misfire_grace,
-            )  # fmt: skip
+                actor=operator_actor(),
+                misfire_grace_s=args.misfire_grace,
+            )
         except ScheduleRefused as exc:
             raise CommandFailed(str(exc), EXIT_FAILED) from None
     if args.json:
@@ -82,9 +93,13 @@ async def _target(args: argparse.Namespace, store: Store) -> ScheduleTarget:
             chat_type = known.chat_type if chat_type is None else chat_type
     assert chat_type is not None  # noqa: S101 - refused above otherwise
     return ScheduleTarget(
-        channel=args.channel, account_id=account or "", chat_id=args.chat, chat_type=chat_type,
-        topic_id=args.topic, user_id=args.user,
-    )  # fmt: skip
+        channel=args.channel,
+        account_id=account or "",
+        chat_id=args.chat,
+        chat_type=chat_type,
+        topic_id=args.topic,
+        user_id=args.user,
+    )
 
 
 async def schedule_cancel(args: argparse.Namespace, settings: Settings) -> int:

@@ -27,12 +27,8 @@ from bot.errors import ConfigError
 from bot.exit_codes import EXIT_CONFIG, EXIT_OK
 from bot.messages import ChatType
 from bot.operator.labels import describe_delivery, table, when
-from bot.ops.push_api import receipt_json, report_json
-from bot.ops.push_body import checked_key
-from bot.ops.pushes import cli_pusher
-from bot.pipeline.proactive import safe_name
-from bot.pipeline.push_status import DeliveryReport, delivery_report
-from bot.pipeline.push_types import (
+from bot.ports import Store
+from bot.ports.push import (
     PushBody,
     PushFile,
     PushKind,
@@ -42,7 +38,11 @@ from bot.pipeline.push_types import (
     PushText,
     RunAgent,
 )
-from bot.ports import Store
+from bot.push.api import receipt_json, report_json
+from bot.push.assembly import cli_pusher
+from bot.push.body import checked_key
+from bot.push.pusher import safe_name
+from bot.push.status import DeliveryReport, delivery_report
 from bot.registry import capabilities_of
 from bot.text.escape import escape_controls
 
@@ -53,14 +53,17 @@ SEND_LIMIT_BYTES = 1024 * 1024 * 1024
 async def send(args: argparse.Namespace, settings: Settings) -> int:
     request = PushRequest(
         target=PushTarget(
-            channel=args.channel, chat_id=args.chat, account_id=args.account,
-            topic_id=args.topic, user_id=args.user,
+            channel=args.channel,
+            chat_id=args.chat,
+            account_id=args.account,
+            topic_id=args.topic,
+            user_id=args.user,
             chat_type=None if args.chat_type is None else ChatType(args.chat_type),
         ),
         body=await _body(args),
         idempotency_key=_key(args.idempotency_key),
         actor=operator_actor(),
-    )  # fmt: skip
+    )
     async with opened_store(settings) as store:
         try:
             receipt = await cli_pusher(settings, store).push(request)
@@ -147,11 +150,14 @@ def delivery_text(report: DeliveryReport, calls: dict[int, int]) -> str:
         return "\n".join(map(escape_controls, lines))
     cells = [
         [
-            str(row.id), describe_delivery(row.item.delivery), str(row.state),
-            str(calls.get(row.id, 0)), " ".join(row.sent_message_ids) or "-",
+            str(row.id),
+            describe_delivery(row.item.delivery),
+            str(row.state),
+            str(calls.get(row.id, 0)),
+            " ".join(row.sent_message_ids) or "-",
         ]
         for row in report.rows
-    ]  # fmt: skip
+    ]
     headers = ("ROW", "WHAT", "STATE", "CALLS", "MESSAGE IDS")
     lines = [*map(escape_controls, lines), table(headers, cells, indent="  ")]
     return "\n".join(lines)

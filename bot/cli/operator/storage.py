@@ -201,8 +201,11 @@ async def _store_copy(args: argparse.Namespace, plan: CopyPlan) -> int:
     say(f"copied {plan.source} to {where}")
     rows = [[name, str(count)] for name, count in result.tables.items()]
     rows.append(
-        ["agent checkpoints", f"{checkpoints.checkpoints} ({checkpoints.threads} threads,"
-                              f" {checkpoints.writes} pending writes)"]
-    )  # fmt: skip
+        [
+            "agent checkpoints",
+            f"{checkpoints.checkpoints} ({checkpoints.threads} threads,"
+            f" {checkpoints.writes} pending writes)",
+        ]
+    )
     show(table(["TABLE", "ROWS"], rows, indent="  "))
     return EXIT_OK

@@ -12,7 +12,6 @@ from bot.cli.operator.readyz import Readiness, fetch_readiness, readiness_json
 from bot.cli.operator.runner import EXIT_FAILED, opened_store
 from bot.cli.options import CommandFailed
 from bot.config.settings import Settings
-from bot.delivery.push_rows import push_kind
 from bot.exit_codes import EXIT_OK
 from bot.hub import ALL_CHANNELS, pause_setting
 from bot.messages import utc_now
@@ -34,13 +33,15 @@ from bot.operator.labels import (
     user_json,
     when,
 )
-from bot.operator.schedules import trace_schedule
-from bot.operator.trace import trace_json, trace_message, trace_push, trace_text
+from bot.operator.trace import trace_json, trace_message, trace_text
 from bot.ports import Store
 from bot.ports.mutes import Mute, mutes_of
+from bot.ports.push import push_kind
 from bot.ports.schedules import ScheduleCounts, schedules_of
+from bot.push.status import trace_push
 from bot.records import OutboxState, Replica
 from bot.registry import IMPORT_PATHS, EdgeKind
+from bot.schedules.views import trace_schedule
 
 # --------------------------------------------------------------------------- status
 

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from bot.config.durations import describe_duration, parse_duration
 from bot.config.settings import Settings
-from bot.config.takeover import YieldTo
+from bot.takeover.config import YieldTo
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 
 from bot.messages import OutboundFile
-from bot.ops.push_rate import PushRate
+from bot.push.rate import PushRate
 from tests.bot.harness import http_get, running
 from tests.bot.ops.push_support import TOKEN, api_url, post, push_settings
 from tests.fakes.agent import FakeAgent

@@ -16,11 +16,11 @@ import pytest
 from bot.config.settings import GroupScope, Settings
 from bot.messages import ChatType, ConversationKey, utc_now
 from bot.ops.housekeeping import Housekeeping
-from bot.ops.push_spool import RECORD_GRACE, prune_push_spool
-from bot.pipeline.proactive import PushDeps, Pusher
-from bot.pipeline.push_types import PushFile, PushRequest, PushTarget
 from bot.pipeline.sessions import ChatAddress, pushed_key
 from bot.ports import ChannelCapabilities
+from bot.ports.push import PushFile, PushRequest, PushTarget
+from bot.push.pusher import PushDeps, Pusher
+from bot.push.spool import RECORD_GRACE, prune_push_spool
 from bot.records import OutboxState
 from store.sqlite import SqliteStore
 from tests.bot.harness import make_settings
@@ -68,7 +68,7 @@ async def _push_file(settings: Settings, store: SqliteStore, key: str) -> tuple[
 async def test_a_sent_delivery_loses_its_files_and_an_unfinished_one_keeps_them(
     tmp_path: Path, store: SqliteStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.ops.push_spool")
+    caplog.set_level(logging.INFO, logger="bot.push.spool")
     settings = make_settings(tmp_path)
     _, sent_row, sent = await _push_file(settings, store, "sent")
     _, _, pending = await _push_file(settings, store, "pending")
@@ -80,7 +80,7 @@ async def test_a_sent_delivery_loses_its_files_and_an_unfinished_one_keeps_them(
 
     assert not sent.exists()
     assert (pending / "report.txt").exists()
-    lines = [r.getMessage() for r in caplog.records if r.name == "bot.ops.push_spool"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "bot.push.spool"]
     assert lines == ["removed 1 pushed file folder(s) of finished deliveries"]
 
 

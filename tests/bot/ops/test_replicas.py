@@ -15,8 +15,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.config.settings import Settings
+from bot.fleet.replica import ReplicaHeartbeat, heartbeat_interval, identify, new_replica_id
 from bot.messages import utc_now
-from bot.ops.replica import ReplicaHeartbeat, heartbeat_interval, identify, new_replica_id
 from bot.records import UserStatus
 from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
@@ -158,7 +158,7 @@ async def test_a_postgresql_store_with_a_local_workspace_dir_is_warned_about(
 ) -> None:
     url = require_postgres()
     workspaces = tmp_path / "workspaces"
-    caplog.set_level(logging.WARNING, logger="bot.ops.shared_storage")
+    caplog.set_level(logging.WARNING, logger="bot.fleet.shared_storage")
     async with fresh_schema(url) as schema:
         settings = make_settings(
             tmp_path / "state", store={"url": url, "schema": schema}, workspace_dir=str(workspaces)
@@ -174,10 +174,10 @@ async def test_a_postgresql_store_with_a_local_workspace_dir_is_warned_about(
 async def test_a_sqlite_store_says_nothing_about_the_workspace(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.ops.shared_storage")
+    caplog.set_level(logging.INFO, logger="bot.fleet.shared_storage")
     async with running(make_settings(tmp_path), [FakeChannel()], FakeAgent()):
         pass
-    assert not [r for r in caplog.records if r.name == "bot.ops.shared_storage"]
+    assert not [r for r in caplog.records if r.name == "bot.fleet.shared_storage"]
 
 
 async def test_workspaces_live_under_workspace_dir(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.ops.shared_storage import mount_for, mount_of, parse_mounts, warn_unless_shared
+from bot.fleet.shared_storage import mount_for, mount_of, parse_mounts, warn_unless_shared
 from tests.bot.harness import make_settings
 
 MOUNTS = """\
@@ -63,7 +63,7 @@ def test_a_missing_workspace_is_judged_by_its_nearest_existing_parent(tmp_path: 
 async def test_only_a_postgresql_store_with_a_local_workspace_is_warned_about(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.ops.shared_storage")
+    caplog.set_level(logging.INFO, logger="bot.fleet.shared_storage")
     local, shared = tmp_path / "local", tmp_path / "shared"
     shared.mkdir()  # a mount point exists
     mounts = tmp_path / "mounts"

@@ -7,17 +7,17 @@ from pathlib import Path
 
 from bot.config.settings import GroupScope, Settings
 from bot.messages import ChatType, ConversationKey
-from bot.pipeline.proactive import PushDeps, Pusher
-from bot.pipeline.push_status import delivery_report
-from bot.pipeline.push_types import (
+from bot.pipeline.sessions import ChatAddress, pushed_key
+from bot.ports import ChannelCapabilities, Store
+from bot.ports.push import (
     DeliveryState,
     PushRequest,
     PushTarget,
     PushText,
     RunAgent,
 )
-from bot.pipeline.sessions import ChatAddress, pushed_key
-from bot.ports import ChannelCapabilities, Store
+from bot.push.pusher import PushDeps, Pusher
+from bot.push.status import delivery_report
 from store.sqlite import SqliteStore
 from tests.bot.harness import make_settings, running
 from tests.fakes.agent import FakeAgent

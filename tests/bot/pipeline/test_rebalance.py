@@ -13,8 +13,8 @@ import pytest
 from psycopg import sql
 from pydantic import ValidationError
 
+from bot.fleet.rebalance import fair_share_moves
 from bot.messages import OutboundKind
-from bot.pipeline.rebalance import fair_share_moves
 from tests.bot.harness import make_settings
 from tests.bot.pipeline.replica_support import Side, replica
 from tests.fakes.channel import dm

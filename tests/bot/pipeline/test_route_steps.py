@@ -14,15 +14,16 @@ import textwrap
 from pathlib import Path
 
 from bot.commands.routing import AnswerCommand, ParseCommand
+from bot.kernel.route import RouterDeps
 from bot.pipeline import router
 from bot.pipeline.addressing import Unaddressed
 from bot.pipeline.answers import Answers, StaleButtons
 from bot.pipeline.gates import AccessGate, IgnoredBots, PausedChannels
 from bot.pipeline.inbound_bounds import RefuseOversize
-from bot.pipeline.push_step import OperatorPushes
 from bot.pipeline.revisions import RevisionStep
-from bot.pipeline.router import ConversationKeys, Reachable, Router, RouterDeps, SubmitTurn
-from bot.pipeline.takeover_step import HeldByHumans
+from bot.pipeline.router import ConversationKeys, Reachable, Router, SubmitTurn
+from bot.push.step import OperatorPushes
+from bot.takeover.step import HeldByHumans
 from tests.bot.harness import make_settings, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.messages import ChatType
-from bot.pipeline.schedule_book import ScheduleBook
 from bot.ports.schedules import ScheduleAction, ScheduleTarget
+from bot.schedules.book import ScheduleBook
 from tests.bot.harness import make_settings, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel, dm

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.pipeline.schedule_times import first_fire, latest_cron, next_cron, parse_at
 from bot.ports.schedules import ScheduleRefused
+from bot.schedules.times import first_fire, latest_cron, next_cron, parse_at
 
 BERLIN = "Europe/Berlin"
 NOW = datetime(2026, 3, 27, 12, 0, tzinfo=UTC)

@@ -7,7 +7,6 @@ from datetime import timedelta
 from pathlib import Path
 
 from bot.messages import ChatType, utc_now
-from bot.pipeline.schedule_book import ScheduleBook
 from bot.ports import Store
 from bot.ports.schedules import (
     Firing,
@@ -19,6 +18,7 @@ from bot.ports.schedules import (
     ScheduleTarget,
     schedules_of,
 )
+from bot.schedules.book import ScheduleBook
 from store.sqlite import SqliteStore
 from tests.bot.harness import make_settings, running
 from tests.bot.pipeline.replica_support import replica

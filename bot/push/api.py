@@ -23,16 +23,16 @@ from typing import Final
 from aiohttp import web
 from pydantic import ValidationError
 
-from bot.config.http import PushApiSettings
 from bot.errors import StoreError
 from bot.metrics import PushMetrics
-from bot.ops.push_body import PushRequestBody, checked_key, field_problems
-from bot.ops.push_form import FORM_TYPE, FormProblem, form_body
-from bot.ops.push_rate import PushRate
-from bot.pipeline.proactive import Pusher
-from bot.pipeline.push_status import DeliveryReport, delivery_report
-from bot.pipeline.push_types import PushProblem, PushReceipt, PushRefused
 from bot.ports import Store
+from bot.ports.push import PushProblem, PushReceipt, PushRefused
+from bot.push.body import PushRequestBody, checked_key, field_problems
+from bot.push.config import PushApiSettings
+from bot.push.form import FORM_TYPE, FormProblem, form_body
+from bot.push.pusher import Pusher
+from bot.push.rate import PushRate
+from bot.push.status import DeliveryReport, delivery_report
 
 logger = logging.getLogger(__name__)
 

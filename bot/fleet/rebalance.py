@@ -24,8 +24,8 @@ from typing import Final
 
 from prometheus_client import Counter
 
-from bot.delivery.fence import ChatFence
 from bot.errors import StoreError
+from bot.fleet.fence import ChatFence
 from bot.messages import utc_now
 from bot.ports import LeaseStore
 from bot.records import ChatRef
@@ -96,9 +96,12 @@ class Rebalancer:
             for chat in handed:
                 logger.info(
                     "handed chat %s %s to %s (rebalancing: %d held here, %d live replicas)",
-                    chat.channel, chat.chat_id, to, loads[self._replica_id] - len(moved) - 1,
+                    chat.channel,
+                    chat.chat_id,
+                    to,
+                    loads[self._replica_id] - len(moved) - 1,
                     len(loads),
-                )  # fmt: skip
+                )
                 moved.append(chat)
             self.handed_over += len(handed)
             self._moved.inc(len(handed))

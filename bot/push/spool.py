@@ -1,7 +1,7 @@
 """Removing pushed files kept under ``<workspace_dir>/pushes/<delivery id>/`` once done.
 
 A file push keeps its bytes there when it is recorded, so every attempt sends what was
-checked (``bot.pipeline.proactive``). A folder may go once its delivery is finished: every
+checked (``bot.push.pusher``). A folder may go once its delivery is finished: every
 outbox row sent, or the rows purged; a dead one only after ``journal_retention_days``, since
 an operator may still ``outbox retry`` it. A folder with no row at all may also be a push
 being recorded right now (the bytes are kept first), so it goes only after ``RECORD_GRACE``.
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.pipeline.push_status import rows_state
-from bot.pipeline.push_types import DeliveryState
 from bot.ports import Store
+from bot.ports.push import DeliveryState
+from bot.push.status import rows_state
 from bot.text.escape import bound, escape_controls
 
 logger = logging.getLogger(__name__)

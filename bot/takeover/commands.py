@@ -9,6 +9,7 @@ others where ``access.participants_can_mute`` is on (the default).
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 
 from bot.commands.registry import Command, CommandCall, CommandRegistry
@@ -16,15 +17,15 @@ from bot.config.durations import EXAMPLES, describe_duration, parse_duration
 from bot.messages import ConversationKey
 from bot.pipeline.access import Role
 from bot.pipeline.lanes import CancelReason
-from bot.pipeline.mutes import MutesOff, describe_mute
-from bot.pipeline.takeover import Takeover
 from bot.ports.mutes import chat_key
+from bot.takeover.mutes import MutesOff, describe_mute
+from bot.takeover.takeover import Takeover
 
 OFF = "Mutes are not available here (the store keeps none)."
 
 
-def _refusal(call: CommandCall, name: str) -> str | None:
-    if call.env.takeover is None or not call.env.takeover.book.available:
+def _refusal(takeover: Takeover | None, call: CommandCall, name: str) -> str | None:
+    if takeover is None or not takeover.book.available:
         return OFF
     if call.role is Role.ADMIN or call.env.settings().access.participants_can_mute:
         return None
@@ -56,10 +57,9 @@ def _where(target: ConversationKey) -> str:
     return "in this chat" if target.topic_id is None and target.user_id is None else "here"
 
 
-async def _mute(call: CommandCall) -> str:
-    if (refused := _refusal(call, "mute")) is not None:
+async def _mute(takeover: Takeover | None, call: CommandCall) -> str:
+    if (refused := _refusal(takeover, call, "mute")) is not None:
         return refused
-    takeover = call.env.takeover
     assert takeover is not None  # noqa: S101 - _refusal says so otherwise
     length = _length(call)
     if isinstance(length, str):
@@ -83,12 +83,11 @@ async def _end_running(takeover: Takeover, keys: set[ConversationKey]) -> None:
         await takeover.quiet(key, CancelReason.MUTE)
 
 
-async def _unmute(call: CommandCall) -> str:
-    if (refused := _refusal(call, "unmute")) is not None:
+async def _unmute(takeover: Takeover | None, call: CommandCall) -> str:
+    if (refused := _refusal(takeover, call, "unmute")) is not None:
         return refused
     if call.args:
         return "Usage: `/unmute` (it takes no arguments)."
-    takeover = call.env.takeover
     assert takeover is not None  # noqa: S101 - _refusal says so otherwise
     target = _target(call)
     lifted = await takeover.book.unmute(target, call.actor)
@@ -104,16 +103,22 @@ async def _unmute(call: CommandCall) -> str:
     return f"🔊 Unmuted {_where(target)}: I answer again."
 
 
-def register_mute_commands(registry: CommandRegistry) -> None:
+def register_mute_commands(registry: CommandRegistry, takeover: Takeover | None) -> None:
+    """``/mute`` and ``/unmute`` acting on ``takeover`` (``None``: a registry that only lists
+    them, as a menu does; they answer that mutes are off)."""
     registry.add(
         Command(
-            name="mute", usage="/mute [duration]", handler=_mute,
+            name="mute",
+            usage="/mute [duration]",
+            handler=functools.partial(_mute, takeover),
             summary="keep the bot quiet here (30m, 2h, 1d; none: until /unmute)",
         )
-    )  # fmt: skip
+    )
     registry.add(
         Command(
-            name="unmute", usage="/unmute", handler=_unmute,
+            name="unmute",
+            usage="/unmute",
+            handler=functools.partial(_unmute, takeover),
             summary="let the bot answer here again",
         )
-    )  # fmt: skip
+    )

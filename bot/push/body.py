@@ -11,8 +11,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bot.messages import ChatType
-from bot.pipeline.proactive import safe_name
-from bot.pipeline.push_types import (
+from bot.ports.push import (
     PushBody,
     PushFile,
     PushRequest,
@@ -20,6 +19,7 @@ from bot.pipeline.push_types import (
     PushText,
     RunAgent,
 )
+from bot.push.pusher import safe_name
 
 MAX_KEY_CHARS = 200
 
@@ -104,9 +104,13 @@ class PushRequestBody(_Body):
 
     def to_request(self, *, idempotency_key: str | None, actor: str) -> PushRequest:
         target = PushTarget(
-            channel=self.channel, chat_id=self.chat, account_id=self.account,
-            topic_id=self.topic, user_id=self.user, chat_type=self.chat_type,
-        )  # fmt: skip
+            channel=self.channel,
+            chat_id=self.chat,
+            account_id=self.account,
+            topic_id=self.topic,
+            user_id=self.user,
+            chat_type=self.chat_type,
+        )
         return PushRequest(
             target=target, body=self.payload(), idempotency_key=idempotency_key, actor=actor
         )

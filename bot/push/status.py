@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.delivery.push_rows import PUSH_TAG
 from bot.messages import OutboundFile
-from bot.pipeline.push_types import DeliveryState, PushKind
+from bot.operator.labels import JsonObject, outbox_json
+from bot.operator.trace import RowTrace, row_lines
 from bot.ports import Store
+from bot.ports.push import PUSH_TAG, DeliveryState, PushKind
 from bot.records import InboundStatus, JournalEntry, OutboxRow, OutboxState
+from bot.text.escape import escape_controls
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,19 +58,31 @@ async def delivery_report(store: Store, delivery_id: str) -> DeliveryReport | No
         kind = PushKind.FILE if isinstance(first.delivery, OutboundFile) else PushKind.TEXT
         destination = first.delivery.destination
         return DeliveryReport(
-            delivery_id=delivery_id, kind=kind, status=status, error=error,
-            channel=destination.channel, chat_id=destination.chat_id,
-            topic_id=destination.topic_id, created_at=pushed[0].created_at, rows=pushed,
-        )  # fmt: skip
+            delivery_id=delivery_id,
+            kind=kind,
+            status=status,
+            error=error,
+            channel=destination.channel,
+            chat_id=destination.chat_id,
+            topic_id=destination.topic_id,
+            created_at=pushed[0].created_at,
+            rows=pushed,
+        )
     answer = tuple(row for row in rows if f"{delivery_id}/final/" in row.item.idempotency_key)
     status, error = _run_state(entry, answer)
     message = entry.message
     return DeliveryReport(
-        delivery_id=delivery_id, kind=PushKind.RUN_AGENT, status=status, error=error,
-        channel=message.channel, chat_id=message.chat_id, topic_id=message.thread_root_id,
-        created_at=entry.recorded_at, rows=answer,
+        delivery_id=delivery_id,
+        kind=PushKind.RUN_AGENT,
+        status=status,
+        error=error,
+        channel=message.channel,
+        chat_id=message.chat_id,
+        topic_id=message.thread_root_id,
+        created_at=entry.recorded_at,
+        rows=answer,
         run=RunReport(status=entry.status, reason=entry.reason),
-    )  # fmt: skip
+    )
 
 
 async def _prompt(store: Store, delivery_id: str) -> JournalEntry | None:
@@ -101,3 +115,30 @@ def rows_state(rows: Sequence[OutboxRow]) -> tuple[DeliveryState, str | None]:
     if any(row.state is OutboxState.SENT or row.attempts for row in rows):
         return DeliveryState.RUNNING, pending_error
     return DeliveryState.QUEUED, pending_error
+
+
+async def trace_push(store: Store, delivery_id: str) -> tuple[JsonObject, str] | None:
+    """A text or file push (design §19; a ``run_agent`` one is a journal entry, traced as a
+    message): its rows and every platform call, as JSON and as text; ``None``: no such push."""
+    report = await delivery_report(store, delivery_id)
+    if report is None:
+        return None
+    traced = [
+        RowTrace(row=row, calls=tuple(await store.outbox.attempts(row.id))) for row in report.rows
+    ]
+    lines = [
+        escape_controls(
+            f"push {delivery_id} ({report.kind}) to {report.channel} chat {report.chat_id}:"
+            f" {report.status}" + (f" ({report.error})" if report.error else "")
+        ),
+    ]
+    for row in traced:
+        lines += row_lines(row)
+    body: JsonObject = {
+        "delivery_id": delivery_id,
+        "kind": str(report.kind),
+        "status": str(report.status),
+        "error": report.error,
+        "outbox": [outbox_json(row.row, row.calls) for row in traced],
+    }
+    return body, "\n".join(lines)

@@ -5,11 +5,14 @@ schedule's text is shown as its length only, like every operator view."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from bot.config.settings import Settings
+from bot.operator.actions import OperationRefused
 from bot.operator.labels import NONE, JsonObject, iso, table, when
 from bot.ports import Store
-from bot.ports.schedules import Firing, Schedule, schedules_of
+from bot.ports.schedules import Firing, Schedule, ScheduleRefused, schedules_of
+from bot.schedules.book import ScheduleBook
 
 HEADERS = ("ID", "CHAT", "ACTION", "WHEN", "STATE", "NEXT (UTC)", "LAST", "CHARS")
 
@@ -32,9 +35,15 @@ def _last(firing: Firing | None) -> str:
 
 def schedule_cells(schedule: Schedule, latest: Firing | None) -> list[str]:
     return [
-        str(schedule.id), schedule.target.describe(), str(schedule.action), schedule.when,
-        str(schedule.state), when(schedule.next_fire_at), _last(latest), str(len(schedule.text)),
-    ]  # fmt: skip
+        str(schedule.id),
+        schedule.target.describe(),
+        str(schedule.action),
+        schedule.when,
+        str(schedule.state),
+        when(schedule.next_fire_at),
+        _last(latest),
+        str(len(schedule.text)),
+    ]
 
 
 def schedule_json(schedule: Schedule, latest: Firing | None) -> JsonObject:
@@ -84,11 +93,15 @@ def firing_lines(schedule: Schedule, firings: Sequence[Firing]) -> list[str]:
         return lines
     cells = [
         [
-            when(f.due_at), str(f.outcome), f.delivery_id or NONE, f.replica,
-            when(f.at), f.detail or "",
+            when(f.due_at),
+            str(f.outcome),
+            f.delivery_id or NONE,
+            f.replica,
+            when(f.at),
+            f.detail or "",
         ]
         for f in firings
-    ]  # fmt: skip
+    ]
     headers = ("DUE (UTC)", "OUTCOME", "DELIVERY", "REPLICA", "CLAIMED", "DETAIL")
     lines.append(table(headers, cells, indent="  "))
     lines.append("  (`switchboard trace DELIVERY` shows a delivery's platform calls)")
@@ -109,3 +122,14 @@ async def trace_schedule(store: Store, name: str) -> tuple[JsonObject, str] | No
     latest = firings[0] if firings else None
     as_json = {**schedule_json(found, latest), "firings": [firing_json(f) for f in firings]}
     return as_json, "\n".join(firing_lines(found, firings))
+
+
+async def cancel_schedule(
+    settings: Callable[[], Settings], store: Store, schedule_id: int, actor: str
+) -> Schedule:
+    """Cancel any chat's schedule (the book audits it). The book's refusal speaks to a chat
+    ("… in this chat"); from outside one it names the schedule only."""
+    try:
+        return await ScheduleBook(settings, store).cancel(schedule_id, actor)
+    except ScheduleRefused as exc:
+        raise OperationRefused(str(exc).replace(" in this chat", "")) from None

@@ -13,7 +13,7 @@ from typing import Final
 
 from aiohttp import BodyPartReader, web
 
-from bot.ops.push_body import PushRequestBody
+from bot.push.body import PushRequestBody
 
 FORM_TYPE: Final = "multipart/form-data"
 TARGET_FIELDS: Final = ("channel", "chat", "account", "topic", "user", "chat_type")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from bot.commands.registry import Command, CommandCall, CommandRegistry
 from bot.pipeline.access import Role
-from bot.pipeline.schedule_book import ScheduleBook, describe
 from bot.ports.schedules import ScheduleRefused
+from bot.schedules.book import ScheduleBook, describe
 
 LISTED = 50
 
@@ -49,13 +49,17 @@ async def _unschedule(call: CommandCall) -> str:
 def register_schedule_commands(registry: CommandRegistry) -> None:
     registry.add(
         Command(
-            name="schedules", usage="/schedules", handler=_schedules,
+            name="schedules",
+            usage="/schedules",
+            handler=_schedules,
             summary="list this chat's schedules (admins: /schedules all)",
         )
-    )  # fmt: skip
+    )
     registry.add(
         Command(
-            name="unschedule", usage="/unschedule ID", handler=_unschedule,
+            name="unschedule",
+            usage="/unschedule ID",
+            handler=_unschedule,
             summary="cancel one of this chat's schedules",
         )
-    )  # fmt: skip
+    )

@@ -10,7 +10,7 @@ from typing_extensions import override
 
 from bot.pipeline.bus import Accepted
 from bot.pipeline.route import RouteStep, Routing
-from bot.pipeline.takeover import Takeover
+from bot.takeover.takeover import Takeover
 
 
 class HeldByHumans(RouteStep):

@@ -17,7 +17,7 @@ by the next message, a new topic anchored at a message.
   What a gone replica had in hand is recovered as a restart recovers it (design §11): an answer
   already recorded is delivered, a started turn runs again with the resuming notice, the
   placeholders it left are finished or withdrawn; the chat's outbox rows wait meanwhile.
-- **Rebalancing** (``bot/pipeline/rebalance.py``, in the same loop): a replica above its
+- **Rebalancing** (``bot/fleet/rebalance.py``, in the same loop): a replica above its
   fair share hands idle chats to less loaded ones.
 
 On a store that is not shared (SQLite) every chat is this daemon's, intake puts messages on the
@@ -33,13 +33,13 @@ import logging
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Final
 
-from bot.delivery.fence import ChatFence
 from bot.delivery.outbox import Outbox
 from bot.delivery.ratelimit import DestinationKey
 from bot.errors import StoreError
+from bot.fleet.fence import ChatFence
+from bot.fleet.rebalance import Rebalancer
 from bot.messages import utc_now
 from bot.pipeline.bus import Accepted, InboundBus
-from bot.pipeline.rebalance import Rebalancer
 from bot.pipeline.recovery import LeftPlaceholders, Notify, Submit, recover
 from bot.ports import Store
 from bot.records import Adoption, ChatRef, JournalEntry
@@ -182,9 +182,10 @@ class ChatOwnership:
         if previous:
             logger.info(
                 "took over %d chat(s) and %d unfinished message(s) from %s",
-                len(adoption.claimed), sum(a.previous_owner is not None for a in adoption.entries),
+                len(adoption.claimed),
+                sum(a.previous_owner is not None for a in adoption.entries),
                 ", ".join(sorted(previous)),
-            )  # fmt: skip
+            )
 
     async def _recover(self, entries: list[JournalEntry]) -> None:
         if entries:

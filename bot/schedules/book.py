@@ -16,7 +16,6 @@ from typing_extensions import override
 from bot.config.settings import Settings
 from bot.messages import utc_now
 from bot.pipeline.lanes import TurnRequest
-from bot.pipeline.schedule_times import first_fire
 from bot.ports import Store
 from bot.ports.schedules import (
     NewSchedule,
@@ -27,6 +26,7 @@ from bot.ports.schedules import (
     TurnScheduler,
     schedules_of,
 )
+from bot.schedules.times import first_fire
 
 TEXT_LIMIT = 4000
 
@@ -48,10 +48,17 @@ class ScheduleBook:
         return schedules_of(self._store) is not None and self._settings().schedules.enabled
 
     async def create(  # noqa: PLR0913 - what a schedule is made of
-        self, target: ScheduleTarget, *, at: str | None, cron: str | None,
-        timezone: str | None, action: ScheduleAction, text: str, actor: str,
+        self,
+        target: ScheduleTarget,
+        *,
+        at: str | None,
+        cron: str | None,
+        timezone: str | None,
+        action: ScheduleAction,
+        text: str,
+        actor: str,
         misfire_grace_s: int | None = None,
-    ) -> Schedule:  # fmt: skip
+    ) -> Schedule:
         """A new active schedule; ``ScheduleRefused`` names what is wrong with the request."""
         table = schedules_of(self._store)
         config = self._settings().schedules
@@ -67,10 +74,16 @@ class ScheduleBook:
         zone = (timezone or "").strip() or config.default_timezone
         when, expression, first = first_fire(at=at, cron=cron, timezone=zone, now=self._clock())
         new = NewSchedule(
-            target=target, action=action, text=text, at=when, cron=expression, timezone=zone,
+            target=target,
+            action=action,
+            text=text,
+            at=when,
+            cron=expression,
+            timezone=zone,
             misfire_grace_s=config.misfire_grace_s if misfire_grace_s is None else misfire_grace_s,
-            next_fire_at=first, created_by=actor,
-        )  # fmt: skip
+            next_fire_at=first,
+            created_by=actor,
+        )
         added = await table.add(new, max_per_chat=config.max_per_chat, max_total=config.max_total)
         await self._store.audit.record(
             actor, "schedule add", f"schedule-{added.id} {target.describe()} {added.when}"
@@ -138,9 +151,14 @@ class ConversationScheduler(TurnScheduler):
             return f"Error: kind must be 'message' or 'agent', not {action!r}."
         try:
             made = await self._book.create(
-                self._target, at=at or None, cron=cron or None, timezone=timezone,
-                action=kind, text=text, actor=self._actor,
-            )  # fmt: skip
+                self._target,
+                at=at or None,
+                cron=cron or None,
+                timezone=timezone,
+                action=kind,
+                text=text,
+                actor=self._actor,
+            )
         except ScheduleRefused as exc:
             return f"Error: {exc}."
         return f"Scheduled {describe(made)}. It will be posted in this conversation."
@@ -175,9 +193,13 @@ def turn_schedulers(book: ScheduleBook) -> Callable[[TurnRequest], TurnScheduler
             return None
         key, destination = request.key, request.destination
         target = ScheduleTarget(
-            channel=key.channel, account_id=key.account_id, chat_id=key.chat_id,
-            chat_type=destination.chat_type, topic_id=key.topic_id, user_id=key.user_id,
-        )  # fmt: skip
+            channel=key.channel,
+            account_id=key.account_id,
+            chat_id=key.chat_id,
+            chat_type=destination.chat_type,
+            topic_id=key.topic_id,
+            user_id=key.user_id,
+        )
         asker = request.items[-1].message.user_ref if request.items else key.channel
         return ConversationScheduler(book, target, f"agent:{asker}")
 

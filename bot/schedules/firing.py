@@ -29,7 +29,8 @@ from prometheus_client import Counter, Gauge
 
 from bot.errors import StoreError
 from bot.messages import utc_now
-from bot.pipeline.push_types import (
+from bot.ports import Store
+from bot.ports.push import (
     PushProblem,
     PushReceipt,
     PushRefused,
@@ -38,8 +39,6 @@ from bot.pipeline.push_types import (
     PushText,
     RunAgent,
 )
-from bot.pipeline.schedule_times import latest_cron, next_cron
-from bot.ports import Store
 from bot.ports.schedules import (
     Firing,
     FiringOutcome,
@@ -48,6 +47,7 @@ from bot.ports.schedules import (
     ScheduleRefused,
     schedules_of,
 )
+from bot.schedules.times import latest_cron, next_cron
 
 logger = logging.getLogger(__name__)
 
@@ -70,12 +70,17 @@ def push_request(schedule: Schedule, due_at: datetime) -> PushRequest:
         body = PushText(text=schedule.text)
     return PushRequest(
         target=PushTarget(
-            channel=target.channel, chat_id=target.chat_id, account_id=target.account_id,
-            topic_id=target.topic_id, user_id=target.user_id, chat_type=target.chat_type,
+            channel=target.channel,
+            chat_id=target.chat_id,
+            account_id=target.account_id,
+            topic_id=target.topic_id,
+            user_id=target.user_id,
+            chat_type=target.chat_type,
         ),
-        body=body, idempotency_key=idempotency_key(schedule.id, due_at),
+        body=body,
+        idempotency_key=idempotency_key(schedule.id, due_at),
         actor=f"schedule:{schedule.id}",
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,12 +153,16 @@ class ScheduleFiring:
         late_by = (now - latest).total_seconds()
         skipped = late_by > schedule.misfire_grace_s
         firing = Firing(
-            schedule_id=schedule.id, due_at=due,
+            schedule_id=schedule.id,
+            due_at=due,
             outcome=FiringOutcome.SKIPPED if skipped else FiringOutcome.CLAIMED,
-            replica=self._deps.replica_id, delivery_id=None, at=now,
+            replica=self._deps.replica_id,
+            delivery_id=None,
+            at=now,
             detail=f"missed by {late_by:.0f} s (grace {schedule.misfire_grace_s} s)"
-            if skipped else None,
-        )  # fmt: skip
+            if skipped
+            else None,
+        )
         table = schedules_of(self._deps.store)
         assert table is not None  # noqa: S101 - run checked
         if not await table.claim(schedule, next_fire_at=following, firing=firing):
@@ -183,8 +192,11 @@ class ScheduleFiring:
         await table.settle(firing, outcome, delivery_id=receipt.delivery_id, detail=detail)
         logger.info(
             "schedule %d fired due=%s outcome=%s delivery=%s",
-            schedule.id, firing.due_at.isoformat(), outcome, receipt.delivery_id,
-        )  # fmt: skip
+            schedule.id,
+            firing.due_at.isoformat(),
+            outcome,
+            receipt.delivery_id,
+        )
         self._counted(outcome)
 
     def _counted(self, outcome: FiringOutcome) -> None:

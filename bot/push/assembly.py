@@ -16,16 +16,22 @@ from bot.hub import ChannelHub, ChannelState
 from bot.messages import ConversationKey
 from bot.pipeline.bus import InboundBus
 from bot.pipeline.intake import Intake
-from bot.pipeline.proactive import PushDeps, Pusher
 from bot.pipeline.sessions import ChatAddress, Sessions, pushed_key
 from bot.ports import ChannelCapabilities, Store
+from bot.push.pusher import PushDeps, Pusher
 from bot.registry import capabilities_of
 
 
 def daemon_pusher(  # noqa: PLR0913 - the kernel parts a push goes through
-    *, settings: Callable[[], Settings], store: Store, hub: ChannelHub, outbox: Outbox,
-    intake: Intake, bus: InboundBus, sessions: Sessions,
-) -> Pusher:  # fmt: skip
+    *,
+    settings: Callable[[], Settings],
+    store: Store,
+    hub: ChannelHub,
+    outbox: Outbox,
+    intake: Intake,
+    bus: InboundBus,
+    sessions: Sessions,
+) -> Pusher:
     def note(name: str) -> str | None:
         state = hub.state(name)
         if state is ChannelState.RUNNING:
@@ -34,11 +40,17 @@ def daemon_pusher(  # noqa: PLR0913 - the kernel parts a push goes through
 
     return Pusher(
         PushDeps(
-            settings=settings, store=store, caps_of=hub.capabilities_of,
-            key_for=sessions.pushed_key, record=None if store.leases.shared else outbox.submit,
-            publish=intake.pushed, bus=bus, repoll=outbox.repoll, channel_note=note,
+            settings=settings,
+            store=store,
+            caps_of=hub.capabilities_of,
+            key_for=sessions.pushed_key,
+            record=None if store.leases.shared else outbox.submit,
+            publish=intake.pushed,
+            bus=bus,
+            repoll=outbox.repoll,
+            channel_note=note,
         )
-    )  # fmt: skip
+    )
 
 
 def cli_pusher(settings: Settings, store: Store) -> Pusher:

@@ -125,7 +125,9 @@ class ChatFence:
         self._fenced.labels(what=what).inc(len(lost))
         logger.warning(
             "lost %d chat(s) to another replica (found at %s): %s; dropping their work",
-            len(lost), what, ", ".join(sorted(f"{c.channel}:{c.chat_id}" for c in lost)),
-        )  # fmt: skip
+            len(lost),
+            what,
+            ", ".join(sorted(f"{c.channel}:{c.chat_id}" for c in lost)),
+        )
         for callback in self.on_lost:
             callback(lost)

@@ -63,9 +63,12 @@ class MuteBook:
             raise MutesOff
         now = self._clock()
         mute = Mute(
-            key=key, until=None if length is None else now + length, reason=reason,
-            muted_by=actor, muted_at=now,
-        )  # fmt: skip
+            key=key,
+            until=None if length is None else now + length,
+            reason=reason,
+            muted_by=actor,
+            muted_at=now,
+        )
         await table.purge(now)
         await table.put(mute)
         self._changed()

@@ -1,8 +1,8 @@
 """The agent's ``handoff`` tool (design §22): bound to the running turn's own
 conversation, it mutes that conversation for ``access.handoff_mute``, announces the handoff in
-every ``access.on_call`` chat through the push path (``Pusher``: recorded in the outbox, sent
-by the chat's holder, once even if the turn runs again after a crash), and ends the turn with
-the note "A human will take it from here: <reason>" in place of an answer.
+every ``access.on_call`` chat through the push port (the daemon's ``Pusher``: recorded in the
+outbox, sent by the chat's holder, once even if the turn runs again after a crash), and ends
+the turn with the note "A human will take it from here: <reason>" in place of an answer.
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ from typing_extensions import override
 
 from bot.config.settings import Settings
 from bot.pipeline.lanes import CancelReason, TurnRequest
-from bot.pipeline.mutes import MutesOff
-from bot.pipeline.proactive import Pusher
-from bot.pipeline.push_types import PushRefused, PushRequest, PushTarget, PushText
-from bot.pipeline.takeover import Takeover
 from bot.ports.mutes import TurnHandoff
+from bot.ports.push import Push, PushRefused, PushRequest, PushTarget, PushText
+from bot.takeover.mutes import MutesOff
+from bot.takeover.takeover import Takeover
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +32,7 @@ ANNOUNCEMENT = "🙋 Handoff requested in {where} (asked by {who}): {reason}"
 class HandoffDeps:
     settings: Callable[[], Settings]
     takeover: Takeover
-    pusher: Pusher
+    push: Push
 
 
 class ConversationHandoff(TurnHandoff):
@@ -85,15 +84,18 @@ class ConversationHandoff(TurnHandoff):
         for index, target in enumerate(targets):
             push = PushRequest(
                 target=PushTarget(
-                    channel=target.channel, chat_id=target.chat, account_id=target.account,
-                    topic_id=target.topic, chat_type=target.chat_type,
+                    channel=target.channel,
+                    chat_id=target.chat,
+                    account_id=target.account,
+                    topic_id=target.topic,
+                    chat_type=target.chat_type,
                 ),
                 body=PushText(text=text),
                 idempotency_key=f"handoff/{turn}/{index}",
                 actor=actor,
-            )  # fmt: skip
+            )
             try:
-                await self._deps.pusher.push(push)
+                await self._deps.push(push)
             except PushRefused as exc:
                 logger.warning(
                     "handoff: on-call %s %s refused: %s", target.channel, target.chat, exc

@@ -1,6 +1,6 @@
 """The route's first step for a prompt the operator pushed (``run_agent``, design §19).
 
-Beside ``proactive``, which journals the prompt and puts it on the bus: its token authorised
+Beside ``pusher``, which journals the prompt and puts it on the bus: its token authorised
 it, so access, addressing and commands do not apply; only a paused channel holds it off.
 """
 

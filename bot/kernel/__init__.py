@@ -12,32 +12,35 @@ from bot.commands import CommandRegistry, default_registry
 from bot.commands.routing import ChatCommands
 from bot.config.settings import Settings
 from bot.delivery.attempt import RetryPolicy
-from bot.delivery.fence import ChatFence
 from bot.delivery.outbox import Outbox
 from bot.delivery.ratelimit import RateLimiter
+from bot.fleet.fence import ChatFence
+from bot.fleet.ownership import ChatOwnership
+from bot.fleet.rebalance import Rebalancer
 from bot.hub import ChannelHub, ChannelState
+from bot.kernel.route import ConversationParts, RouterDeps, route_steps
 from bot.metrics import Counters
 from bot.ops.channel_calls import Deadlines, close_within, stop_intake_within
 from bot.ops.housekeeping import Housekeeping
 from bot.ops.kernel_tasks import Loop
-from bot.ops.pushes import daemon_pusher
 from bot.pipeline.bus import InboundBus
 from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.group_context import ListenWarnings
-from bot.pipeline.handoff import HandoffDeps, LateHandoffs
 from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import Lanes
-from bot.pipeline.mutes import MuteBook
-from bot.pipeline.ownership import ChatOwnership
-from bot.pipeline.proactive import Pusher
-from bot.pipeline.rebalance import Rebalancer
 from bot.pipeline.recovery import LeftPlaceholders, Notify, notice_sender, recover
-from bot.pipeline.router import ConversationParts, Router, RouterDeps
-from bot.pipeline.schedule_book import ScheduleBook, turn_schedulers
+from bot.pipeline.router import Router
 from bot.pipeline.sessions import Sessions
-from bot.pipeline.takeover import Takeover
 from bot.pipeline.turns import TurnDeps, TurnRunner
 from bot.ports import AgentBackend, Channel, Store
+from bot.push.assembly import daemon_pusher
+from bot.push.pusher import Pusher
+from bot.schedules.book import ScheduleBook, turn_schedulers
+from bot.schedules.commands import register_schedule_commands
+from bot.takeover.commands import register_mute_commands
+from bot.takeover.handoff import HandoffDeps, LateHandoffs
+from bot.takeover.mutes import MuteBook
+from bot.takeover.takeover import Takeover
 
 logger = logging.getLogger(__name__)
 
@@ -143,70 +146,112 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     bus = InboundBus(current.daemon.inbound_queue_size)
     fence = ChatFence(store.leases, replica_id, counters.replicas.fenced)
     outbox = Outbox(
-        store, hub, limiter, counters, RetryPolicy(max_attempts=current.daemon.outbox_max_attempts),
-        holder=replica_id if shared else None, fence=fence,
-    )  # fmt: skip
+        store,
+        hub,
+        limiter,
+        counters,
+        RetryPolicy(max_attempts=current.daemon.outbox_max_attempts),
+        holder=replica_id if shared else None,
+        fence=fence,
+    )
     sessions = Sessions(settings, store, agent, lambda name: _threads(hub, name))
     clarifications = Clarifications(store, lambda: settings().conversations.clarification_ttl_s)
     handoffs = LateHandoffs()
     runner = TurnRunner(
         TurnDeps(
-            settings=settings, store=store, agent=agent, hub=hub, sessions=sessions,
-            outbox=outbox, limiter=limiter, clarifications=clarifications, counters=counters,
-            fence=fence, scheduler_for=turn_schedulers(ScheduleBook(settings, store)),
+            settings=settings,
+            store=store,
+            agent=agent,
+            hub=hub,
+            sessions=sessions,
+            outbox=outbox,
+            limiter=limiter,
+            clarifications=clarifications,
+            counters=counters,
+            fence=fence,
+            scheduler_for=turn_schedulers(ScheduleBook(settings, store)),
             handoff_for=handoffs,
         )
-    )  # fmt: skip
+    )
     lanes = Lanes(runner, current.agent.max_concurrent_runs)
     mute_book = MuteBook(store)
     takeover = Takeover(settings, mute_book, lanes, store)
     fence.on_lost += [lanes.drop_chats, clarifications.forget_chats]
     fence.on_taken += [clarifications.forget_chats, mute_book.chats_taken]
-    commands = default_registry()
+    commands = default_registry(
+        register_schedule_commands,
+        functools.partial(register_mute_commands, takeover=takeover),
+    )
     placeholders = LeftPlaceholders(store, outbox, hub)
     notify = notice_sender(outbox.submit, sessions, hub.capabilities_of)
     ownership = ChatOwnership(
-        store, bus, outbox, placeholders, replica_id=replica_id,
-        expiry_s=lambda: settings().daemon.replica_expiry_s, notify=notify, submit=outbox.submit,
+        store,
+        bus,
+        outbox,
+        placeholders,
+        replica_id=replica_id,
+        expiry_s=lambda: settings().daemon.replica_expiry_s,
+        notify=notify,
+        submit=outbox.submit,
         warm=agent.warm,
         rebalancer=Rebalancer(
-            store.leases, replica_id=replica_id,
+            store.leases,
+            replica_id=replica_id,
             expiry_s=lambda: settings().daemon.replica_expiry_s,
             moves_per_sweep=lambda: settings().daemon.rebalance_moves,
-            moved=counters.replicas.chats_rebalanced, fence=fence,
+            moved=counters.replicas.chats_rebalanced,
+            fence=fence,
         ),
         fence=fence,
-    )  # fmt: skip
-    router = Router(
-        RouterDeps(
-            settings=settings,
-            store=store,
-            bus=bus,
-            hub=hub,
-            outbox=outbox,
-            counters=counters,
-            conversations=ConversationParts(
-                sessions=sessions, lanes=lanes, clarifications=clarifications, takeover=takeover
-            ),
-            commands=ChatCommands(
-                registry=commands, agent_description=agent.description, reload=reload
-            ),
-        )
     )
+    route = RouterDeps(
+        settings=settings,
+        store=store,
+        bus=bus,
+        hub=hub,
+        outbox=outbox,
+        counters=counters,
+        conversations=ConversationParts(
+            sessions=sessions, lanes=lanes, clarifications=clarifications
+        ),
+        commands=ChatCommands(
+            registry=commands, agent_description=agent.description, reload=reload
+        ),
+    )
+    router = Router(bus, store, counters, route_steps(route, takeover))
     intake = Intake(store, bus, counters, ownership.admit if shared else None)
     pusher = daemon_pusher(
-        settings=settings, store=store, hub=hub, outbox=outbox, intake=intake, bus=bus,
+        settings=settings,
+        store=store,
+        hub=hub,
+        outbox=outbox,
+        intake=intake,
+        bus=bus,
         sessions=sessions,
-    )  # fmt: skip
-    handoffs.deps = HandoffDeps(settings=settings, takeover=takeover, pusher=pusher)
+    )
+    handoffs.deps = HandoffDeps(settings=settings, takeover=takeover, push=pusher.push)
     return Kernel(
-        settings=settings, store=store, agent=agent, hub=hub, bus=bus, intake=intake,
-        pusher=pusher, outbox=outbox, lanes=lanes, router=router,
-        sessions=sessions, commands=commands, counters=counters,
+        settings=settings,
+        store=store,
+        agent=agent,
+        hub=hub,
+        bus=bus,
+        intake=intake,
+        pusher=pusher,
+        outbox=outbox,
+        lanes=lanes,
+        router=router,
+        sessions=sessions,
+        commands=commands,
+        counters=counters,
         housekeeping=Housekeeping(settings, store, hub, outbox, clarifications),
-        clarifications=clarifications, limiter=limiter,
-        placeholders=placeholders, ownership=ownership, notify=notify, fence=fence,
-    )  # fmt: skip
+        clarifications=clarifications,
+        limiter=limiter,
+        placeholders=placeholders,
+        ownership=ownership,
+        notify=notify,
+        fence=fence,
+    )
 
 
 def _pace(limiter: RateLimiter, channel: Channel) -> None:

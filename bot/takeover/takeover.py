@@ -10,38 +10,30 @@ The router asks ``Takeover.intercept`` about every addressed message before it s
 - **mute**: a message in a muted conversation (or a muted chat) is recorded as handled with
   the reason ``muted``; no turn, no placeholder, no typing.
 
-``end_quietly`` is how a turn ended by a yield, a mute or a handoff finishes: the placeholder,
-if one was shown, is deleted where the platform can delete (else reduced to one short line),
-and a handoff's note takes its place.
+How a turn ended by a yield, a mute or a handoff finishes is the pipeline's
+(``bot.pipeline.endings``): it is one of the ways every turn ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from bot.config.settings import Settings
-from bot.config.takeover import YieldTo
-from bot.delivery.progress import ProgressStream
-from bot.delivery.writer import Record, ReplyWriter
-from bot.messages import ChatType, ConversationKey, InboundMessage, MessageRemoval, Reaction
+from bot.messages import ChatType, ConversationKey, InboundMessage
 from bot.pipeline.bus import Accepted
-from bot.pipeline.lanes import CancelReason, CancelToken, Lanes, TurnRequest
-from bot.pipeline.mutes import MuteBook
+from bot.pipeline.lanes import CancelReason, Lanes, TurnRequest
 from bot.ports import Store
 from bot.records import InboundStatus
+from bot.takeover.config import YieldTo
+from bot.takeover.mutes import MuteBook
 
 logger = logging.getLogger(__name__)
 
 MUTED = "muted"
 YIELDED = "yielded"
 """The router's outcomes (the inbound metric's ``outcome`` label) for held messages."""
-LEFT_BEHIND = {
-    CancelReason.YIELD: "↪️ Left to a teammate.",
-    CancelReason.MUTE: "🔇 Muted.",
-}
-"""What a shown placeholder becomes where the platform cannot delete it."""
 
 
 class Takeover:
@@ -129,42 +121,3 @@ class Takeover:
             await self._book.mute(
                 key, length=length, reason=f"yielded to {who}", actor=message.user_ref
             )
-
-
-QUIET_REASONS = frozenset({CancelReason.YIELD, CancelReason.MUTE, CancelReason.HANDOFF})
-
-
-async def end_quietly(
-    stream: ProgressStream,
-    replies: ReplyWriter,
-    record: Record,
-    token: CancelToken,
-    mark: Callable[[], Awaitable[None]],
-) -> None:
-    """Finish a turn a human took over: no answer; its placeholder goes (deleted, or one
-    short line where the platform cannot delete); a handoff's note is posted in its place;
-    the asker's message, marked "working" where the platform shows reactions, is marked done
-    (a "working" mark left behind would promise an answer). ``mark`` records the turn's
-    messages as handled."""
-    await _withdraw(stream, replies, record, token)
-    await replies.tagged(f"react-{Reaction.DONE}").react(Reaction.DONE)
-    await mark()
-
-
-async def _withdraw(
-    stream: ProgressStream, replies: ReplyWriter, record: Record, token: CancelToken
-) -> None:
-    placeholder = await stream.close()
-    reason = token.reason or CancelReason.YIELD
-    writer = replies.tagged(str(reason).replace(" ", "-"))
-    if token.note:
-        await writer.text(token.note, placeholder_id=placeholder, max_messages=1)
-        return
-    if placeholder is None:
-        return
-    if replies.caps.deletes:
-        removal = MessageRemoval(destination=replies.ctx.destination, message_id=placeholder)
-        await record([writer.ctx.item("remove", removal)])
-        return
-    text = LEFT_BEHIND.get(reason, LEFT_BEHIND[CancelReason.YIELD])
-    await writer.text(text, placeholder_id=placeholder, max_messages=1)

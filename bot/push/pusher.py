@@ -32,7 +32,6 @@ from pathlib import Path, PurePath
 
 from bot.config.settings import Settings
 from bot.delivery.files import NOT_PUBLISHED, FileRefused, FileTooLarge, read_published
-from bot.delivery.push_rows import PUSH_TAG
 from bot.delivery.replies import ReplyContext
 from bot.delivery.writer import Record, ReplyWriter
 from bot.messages import (
@@ -45,10 +44,13 @@ from bot.messages import (
     Sender,
 )
 from bot.pipeline.bus import Accepted, InboundBus
-from bot.pipeline.push_status import delivery_report
-from bot.pipeline.push_types import (
+from bot.pipeline.sessions import ChatAddress
+from bot.ports import Admission, ChannelCapabilities, Store
+from bot.ports.chats import chats_of
+from bot.ports.push import (
     AWAITING_PICKUP,
     PICKED_UP,
+    PUSH_TAG,
     DeliveryState,
     PushFile,
     PushKind,
@@ -61,9 +63,7 @@ from bot.pipeline.push_types import (
     delivery_id_for,
     kind_of,
 )
-from bot.pipeline.sessions import ChatAddress
-from bot.ports import Admission, ChannelCapabilities, Store
-from bot.ports.chats import chats_of
+from bot.push.status import delivery_report
 from bot.records import InboundStatus, OutboxItem
 
 logger = logging.getLogger(__name__)
@@ -129,8 +129,12 @@ class Pusher:
             status = DeliveryState.QUEUED if report is None else report.status
         logger.info(
             "push %s delivery=%s channel=%s chat=%s repeated=%s",
-            kind, target.delivery_id, target.address.channel, target.address.chat_id, repeated,
-        )  # fmt: skip
+            kind,
+            target.delivery_id,
+            target.address.channel,
+            target.address.chat_id,
+            repeated,
+        )
         note = self._deps.channel_note(target.address.channel)
         return PushReceipt(
             delivery_id=target.delivery_id, kind=kind, status=status, repeated=repeated, note=note
@@ -162,18 +166,23 @@ class Pusher:
                 known = await directory.find(wanted.channel, wanted.chat_id, account)
             if known is None and chat_type is None:
                 raise PushRefused(
-                    PushProblem.NOT_FOUND, "chat",
+                    PushProblem.NOT_FOUND,
+                    "chat",
                     f"chat {wanted.chat_id!r} on {wanted.channel} is unknown (nothing was"
                     " received from it lately): name its chat_type (dm or group)",
-                )  # fmt: skip
+                )
             if known is not None:
                 account = known.account_id if account is None else account
                 chat_type = known.chat_type if chat_type is None else chat_type
         assert chat_type is not None  # noqa: S101 - refused above otherwise
         address = ChatAddress(
-            channel=wanted.channel, account_id=account or "", chat_id=wanted.chat_id,
-            chat_type=chat_type, topic_id=wanted.topic_id, user_id=wanted.user_id,
-        )  # fmt: skip
+            channel=wanted.channel,
+            account_id=account or "",
+            chat_id=wanted.chat_id,
+            chat_type=chat_type,
+            topic_id=wanted.topic_id,
+            user_id=wanted.user_id,
+        )
         # From the request as given, not the account looked up: a repeat must be the same
         # delivery even when the first was taken before the chat's account was known.
         delivery_id = delivery_id_for(
@@ -192,13 +201,16 @@ class Pusher:
             key=key,
             thread_id=None if conversation is None else conversation.thread_id,
             destination=Destination(
-                channel=address.channel, account_id=address.account_id, chat_id=address.chat_id,
-                chat_type=address.chat_type, topic_id=address.topic_id,
+                channel=address.channel,
+                account_id=address.account_id,
+                chat_id=address.chat_id,
+                chat_type=address.chat_type,
+                topic_id=address.topic_id,
             ),
             reply_to=None,
             correlation_id=target.delivery_id,
             turn_tag=PUSH_TAG,
-        )  # fmt: skip
+        )
 
         async def collect(
             items: Sequence[OutboxItem], *, finishes: Sequence[int] = ()
@@ -224,10 +236,11 @@ class Pusher:
             content = await self._published(push, caps)
         if len(content) > caps.max_file_bytes:
             raise PushRefused(
-                PushProblem.INVALID, "file",
+                PushProblem.INVALID,
+                "file",
                 f"{push.name} is {len(content)} bytes; {target.address.channel} takes at most"
                 f" {caps.max_file_bytes}",
-            )  # fmt: skip
+            )
         root = self._deps.settings().workspace_root
         path = await asyncio.to_thread(_spool, root, target.delivery_id, push.name, content)
         size = len(content)
@@ -235,10 +248,13 @@ class Pusher:
         writer = await self._writer(target, items)
         mime = mimetypes.guess_type(push.name)[0] or ""
         upload = OutboundFile(
-            destination=writer.ctx.destination, path=str(path), name=push.name, size=size,
+            destination=writer.ctx.destination,
+            path=str(path),
+            name=push.name,
+            size=size,
             is_image=mime.startswith("image/") and size <= caps.max_image_bytes,
             caption=push.caption,
-        )  # fmt: skip
+        )
         return [writer.ctx.item(0, upload)]
 
     async def _published(self, push: PushFile, caps: ChannelCapabilities) -> bytes:
@@ -287,12 +303,17 @@ class Pusher:
     async def _run_agent(self, target: _Resolved, run: RunAgent) -> bool:
         address = target.address
         message = InboundMessage(
-            channel=address.channel, account_id=address.account_id, chat_id=address.chat_id,
-            chat_type=address.chat_type, message_id=target.delivery_id,
+            channel=address.channel,
+            account_id=address.account_id,
+            chat_id=address.chat_id,
+            chat_type=address.chat_type,
+            message_id=target.delivery_id,
             sender=Sender(id=address.user_id or "", display_name=OPERATOR_NAME),
-            text=run.prompt, thread_root_id=address.topic_id, mentions_bot=True,
+            text=run.prompt,
+            thread_root_id=address.topic_id,
+            mentions_bot=True,
             origin=MessageOrigin.OPERATOR,
-        )  # fmt: skip
+        )
         for entry in await self._store.inbound.find(address.channel, target.delivery_id):
             if entry.correlation_id == target.delivery_id:
                 _same_or_conflict([entry.message.text], [run.prompt])
@@ -304,9 +325,10 @@ class Pusher:
             return True
         if admission is not Admission.ACCEPTED:
             raise PushRefused(
-                PushProblem.UNAVAILABLE, "run_agent",
+                PushProblem.UNAVAILABLE,
+                "run_agent",
                 f"the daemon cannot take a prompt now ({admission}); try again",
-            )  # fmt: skip
+            )
         return False
 
     async def _journal_only(self, message: InboundMessage, delivery_id: str) -> bool:
@@ -341,10 +363,11 @@ class Pusher:
                 await self._store.inbound.update(entry.id, entry.status, reason=PICKED_UP)
                 bus.put_recovered(
                     Accepted(
-                        entry_id=entry.id, message=entry.message,
+                        entry_id=entry.id,
+                        message=entry.message,
                         correlation_id=entry.correlation_id,
                     )
-                )  # fmt: skip
+                )
                 logger.info("push delivery=%s picked up from the journal", entry.correlation_id)
             await asyncio.sleep(PICKUP_INTERVAL_S)
 
@@ -364,9 +387,10 @@ class Pusher:
 def _same_or_conflict(before: Sequence[object], now: Sequence[object]) -> None:
     if list(before) != list(now):
         raise PushRefused(
-            PushProblem.CONFLICT, "Idempotency-Key",
+            PushProblem.CONFLICT,
+            "Idempotency-Key",
             "this Idempotency-Key was used for a different request",
-        )  # fmt: skip
+        )
 
 
 def _without_account(delivery: Delivery) -> Delivery:

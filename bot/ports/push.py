@@ -1,7 +1,13 @@
-"""The values of a push (design §19): what the operator asks to send, and what came of it.
+"""The push port (design §19): what the operator, a schedule or a handoff asks to send, what came
+of it, and which outbox rows deliver a push (known below the pipeline so the delivery path can
+count how pushes end, ``switchboard_push_deliveries_total``).
+
+A push's delivery id is its rows' correlation id (``push-`` + hex). A text or file push is its
+rows keyed ``<id>/push/<n>``; a ``run_agent`` push is delivered by its answer's rows
+(``<id>/final/<n>``): its progress placeholder is no delivery (it is withdrawn or edited).
 
 The HTTP push API and ``switchboard send`` validate their input with pydantic at the edge
-(``bot/ops/push_body.py``) and hand the pipeline these frozen values.
+(``bot/push/body.py``) and hand the pipeline these frozen values.
 """
 
 from __future__ import annotations
@@ -11,10 +17,16 @@ import secrets
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Final, Protocol
 
-from bot.delivery.push_rows import DELIVERY_PREFIX
 from bot.errors import BotError
-from bot.messages import ChatType
+from bot.messages import ChatType, OutboundFile
+from bot.records import OutboxItem
+
+DELIVERY_PREFIX: Final = "push-"
+PUSH_TAG: Final = "push"
+"""The outbox rows of a text or file push are keyed ``<delivery id>/push/<n>``."""
+ANSWER_TAG: Final = "final"
 
 AWAITING_PICKUP = "push: recorded, waiting for the daemon"
 """The journal reason of a ``run_agent`` prompt the CLI recorded into a store no replica
@@ -134,3 +146,23 @@ def delivery_id_for(channel: str, account_id: str, idempotency_key: str | None) 
         return DELIVERY_PREFIX + secrets.token_hex(10)
     seed = f"{channel}|{account_id}|{idempotency_key}".encode()
     return DELIVERY_PREFIX + hashlib.sha256(seed).hexdigest()[:20]
+
+
+def push_kind(item: OutboxItem) -> str | None:
+    """``text``, ``file`` or ``run_agent`` for a row that delivers a push, else ``None``."""
+    delivery_id = item.correlation_id
+    if not delivery_id.startswith(DELIVERY_PREFIX):
+        return None
+    key = item.idempotency_key
+    if key.startswith(f"{delivery_id}/{PUSH_TAG}/"):
+        return "file" if isinstance(item.delivery, OutboundFile) else "text"
+    if key.startswith(f"{delivery_id}/{ANSWER_TAG}/"):
+        return "run_agent"
+    return None
+
+
+class Push(Protocol):
+    """Says something nobody in the chat asked for (the daemon's ``Pusher``): what schedules and
+    handoffs deliver through, as the push API does. Raises ``PushRefused``."""
+
+    async def __call__(self, request: PushRequest) -> PushReceipt: ...
