@@ -36,7 +36,7 @@ from bot.ops.readiness import Readiness
 from bot.ops.reload import Reloader
 from bot.ops.sdnotify import SystemdNotifier, announce_channels
 from bot.ops.signals import stop_and_reload_signals
-from bot.ops.supervision import ChannelFactory, Fleet, SupervisionPolicy
+from bot.ops.supervision import ChannelFactory, ChannelSupervision, SupervisionPolicy
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
 from bot.push.api import PushApi
 from bot.registry import EdgeKind, load, store_for
@@ -74,12 +74,12 @@ class DaemonOptions:
 @dataclass(kw_only=True)
 class DaemonChannels:
     """How the daemon builds its channels (supervision rebuilds one to restart it), and the
-    fleet that supervises them once the loops run."""
+    supervision that supervises them once the loops run."""
 
     routes: RouteTable
     """The HTTP routes webhook channels register on."""
     factories: dict[str, ChannelFactory]
-    fleet: Fleet | None = None
+    supervision: ChannelSupervision | None = None
 
 
 class Daemon:
@@ -101,9 +101,9 @@ class Daemon:
         self._channels: DaemonChannels | None = None
 
     @property
-    def fleet(self) -> Fleet | None:
+    def supervision(self) -> ChannelSupervision | None:
         """The channels' supervisors, once the daemon serves."""
-        return None if self._channels is None else self._channels.fleet
+        return None if self._channels is None else self._channels.supervision
 
     @property
     def config_path(self) -> Path | None:
@@ -159,9 +159,14 @@ class Daemon:
             hub = ChannelHub(store.settings)
             reloader = self.reloader = Reloader(self, hub, store.audit)
             kernel = self.kernel = build_kernel(
-                self._current, store, agent, hub, reloader.reload, replica_id=heartbeat.replica.id
+                self._current,
+                store,
+                agent,
+                hub,
+                reloader.reload,
+                replica_id=heartbeat.replica.id,
+                spawn=self.kernel_tasks.ensure,
             )
-            kernel.ownership.spawn = self.kernel_tasks.ensure
             channels = self._channels = DaemonChannels(
                 routes=routes, factories=self._channel_factories(routes, kernel)
             )
@@ -171,12 +176,14 @@ class Daemon:
                 kernel.add_channel(build())
             readiness = Readiness(store, kernel.hub, self.kernel_tasks)
             pusher = kernel.pusher
-            push = PushApi(self.settings.http.push_api, pusher, store, kernel.counters.pushes)
+            push = PushApi(
+                self.settings.http.push_api, pusher, store, kernel.delivery.counters.pushes
+            )
             mounts = [m(self._current, kernel, heartbeat.replica.id) for m in self.options.mounts]
             self.http = HttpServer(
                 self.settings.http,
                 readiness,
-                kernel.counters,
+                kernel.delivery.counters,
                 routes,
                 heartbeat.replica,
                 push=push,
@@ -200,7 +207,7 @@ class Daemon:
         started once the daemon is ready."""
         if not kernel.store.leases.shared:
             self.kernel_tasks.start("pushes", functools.partial(kernel.pusher.pick_up, self.ready))
-        settings, counters = self.settings, kernel.counters
+        settings, counters = self.settings, kernel.delivery.counters
         loop = schedule_loop(settings, kernel.store, kernel.pusher.push, replica_id, counters)
         if loop is not None:
             self.kernel_tasks.start("schedules", functools.partial(loop, self.ready))
@@ -212,13 +219,14 @@ class Daemon:
         one's part is taken now and again after every heartbeat."""
         budget = SendBudget(
             store.leases,
-            kernel.limiter,
+            kernel.delivery.limiter,
             replica_id=heartbeat.replica.id,
             expiry_s=lambda: self.settings.daemon.replica_expiry_s,
         )
         await budget.refresh()
         heartbeat.after_beat.append(budget.refresh)
-        heartbeat.after_beat.append(kernel.fence.verify)  # a stall is noticed within a beat
+        # A stall is noticed within a beat.
+        heartbeat.after_beat.append(kernel.delivery.fence.verify)
 
     async def _open_store(self, stack: AsyncExitStack) -> Store:
         store = self.options.overrides.store
@@ -264,7 +272,7 @@ class Daemon:
 
     def _registry_factory(self, name: str, routes: RouteTable, kernel: Kernel) -> ChannelFactory:
         adapter = cast(Callable[[Settings, ChannelContext], Channel], load(EdgeKind.CHANNEL, name))
-        menu = kernel.commands.menu()
+        menu = kernel.conversations.commands.menu()
 
         def build() -> Channel:
             context = ChannelContext(
@@ -285,51 +293,51 @@ class Daemon:
         """
         notes: list[str] = []
         channels, kernel = self._channels, self.kernel
-        if channels is None or channels.fleet is None or kernel is None:
+        if channels is None or channels.supervision is None or kernel is None:
             return notes
-        fleet, routes = channels.fleet, channels.routes
+        supervision, routes = channels.supervision, channels.routes
         if self.options.overrides.channels is None and not self.options.chat:
             before, after = old.channels.enabled(), new.channels.enabled()
             for name in sorted(set(before) | set(after)):
                 if name in before and name not in after:
-                    await fleet.unsupervise(name)
+                    await supervision.unsupervise(name)
                     notes.append(f"channel {name} stopped")
                 elif name in after and (name not in before or before[name] != after[name]):
                     factory = self._registry_factory(name, routes, kernel)
                     channels.factories[name] = factory
-                    if name in fleet.supervisors:
-                        fleet.supervisors[name].restart(factory)
+                    if name in supervision.supervisors:
+                        supervision.supervisors[name].restart(factory)
                         notes.append(f"channel {name} restarting with its new settings")
                     else:
                         kernel.install_channel(factory())
-                        fleet.supervise(name, factory)
+                        supervision.supervise(name, factory)
                         notes.append(f"channel {name} started")
-        fleet.wake_all()
+        supervision.wake_all()
         return notes
 
     async def _serve(self, kernel: Kernel, reloader: Reloader, channels: DaemonChannels) -> None:
         tasks = self.kernel_tasks
         for name, loop in (
-            ("router", kernel.router.run),
-            ("outbox", kernel.outbox.run),
+            ("router", kernel.conversations.router.run),
+            ("outbox", kernel.delivery.outbox.run),
             ("housekeeping", kernel.housekeeping.run),
             *self._replica_loop(),
             *self._ownership_loop(kernel),
             *kernel.recovery_loops(),
         ):
             tasks.start(name, loop)
-        fleet = Fleet(
+        supervision = ChannelSupervision(
             kernel.hub,
-            kernel.intake,
+            kernel.conversations.intake,
             self.options.supervision,
             install=kernel.install_channel,
             deadlines=kernel.deadlines,
         )
-        channels.fleet = fleet
+        channels.supervision = supervision
         for name, factory in channels.factories.items():
-            fleet.supervise(name, factory)
+            supervision.supervise(name, factory)
         announce = asyncio.create_task(
-            announce_channels(kernel.hub, self.notifier, self.ready, fleet.wait_settled),
+            announce_channels(kernel.hub, self.notifier, self.ready, supervision.wait_settled),
             name="sdnotify:status",
         )
         with self._signals(reloader):
@@ -342,7 +350,8 @@ class Daemon:
     @staticmethod
     def _ownership_loop(kernel: Kernel) -> list[tuple[str, Loop]]:
         """Taking work of replicas that are gone, and messages others journaled for ours."""
-        return [("ownership", kernel.ownership.run)] if kernel.ownership.shared else []
+        ownership = kernel.fleet.ownership
+        return [("ownership", ownership.run)] if ownership.shared else []
 
     async def _wait_for_stop(self, kernel: Kernel) -> bool:
         """Wait for a stop request or for every channel's input to end; ``True`` for the latter."""
@@ -367,20 +376,21 @@ class Daemon:
         for task in helpers:
             task.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
-        if self.fleet is not None:
-            await self.fleet.stop()
+        if self.supervision is not None:
+            await self.supervision.stop()
         await _step("stop intake", kernel.stop_intake())
-        kernel.bus.close(drain=drain_bus)
+        kernel.conversations.bus.close(drain=drain_bus)
         router_task = self.kernel_tasks.task("router")
         if drain_bus:
             await _step("drain router", asyncio.shield(router_task))
-            await _step("drain lanes", kernel.lanes.wait_idle())
-        leftovers = await kernel.lanes.shutdown(grace)
+            await _step("drain lanes", kernel.conversations.lanes.wait_idle())
+        leftovers = await kernel.conversations.lanes.shutdown(grace)
         if leftovers:
             logger.info("%d queued turn(s) left for resumption", len(leftovers))
-        await _step("flush outbox", asyncio.wait_for(kernel.outbox.wait_idle(), OUTBOX_FLUSH_S))
+        outbox = kernel.delivery.outbox
+        await _step("flush outbox", asyncio.wait_for(outbox.wait_idle(), OUTBOX_FLUSH_S))
         await self.kernel_tasks.stop()
-        await kernel.outbox.cancel_active()
+        await outbox.cancel_active()
         await _step("close channels", kernel.close_channels())
 
     def _signals(self, reloader: Reloader) -> contextlib.AbstractContextManager[None]:

@@ -15,9 +15,8 @@ takes the source row's rowid. Ids are kept, and each identity sequence is then s
 largest id copied.
 
 Triggers still fire on the target (the copying role need not own the tables to disable them):
-the outbox goes first, while the journal is empty, so the trigger that marks a reply's inbound
-messages handled finds none to change; the other triggers fire on updates only, or count
-cache writes (bookkeeping, not data).
+they fire on updates only, or count cache writes (bookkeeping, not data). The outbox still goes
+first (schemas before 10 had a trigger on its inserts that marked a reply's messages).
 """
 
 from __future__ import annotations
@@ -44,8 +43,7 @@ SOURCE_ONLY: Final = frozenset({"write_probe", "replicas"})
 """SQLite tables that are not data (the ``/readyz`` write probe, the replicas that ran on the
 file) and are not copied."""
 COPY_FIRST: Final = ("outbox",)
-"""Copied before the rest: ``delivery_attempts`` references it, and a reply's ``finishes``
-trigger must find the journal still empty (see the module's docstring)."""
+"""Copied before the rest: ``delivery_attempts`` references it."""
 ACTION: Final = "store copy"
 
 Convert = Callable[[object], object]

@@ -91,9 +91,10 @@ class SqlOutboxStore(OutboxStore):
 
         A new row is built from what was written, so recording costs no extra read; only an
         item whose idempotency key exists already is read back. ``finishes`` rides on the
-        first row's insert (its trigger marks those entries handled); when that row existed
-        already (a resumed turn, another replica was first), they are marked by a statement
-        of their own. ``fence`` guards the first row's insert (the lease row it reads is locked
+        first row and are marked handled in the same transaction (the one place the rule "a
+        reply finishes its messages" is written: schema 10 dropped the trigger that restated
+        it), whether that row is new or existed already (a resumed turn, another replica was
+        first). ``fence`` guards the first row's insert (the lease row it reads is locked
         to the end of the transaction, so a takeover waits for the rows, or they for it).
         """
         now = self._db.now()
@@ -106,7 +107,7 @@ class SqlOutboxStore(OutboxStore):
                     await self._fenced(tx, fence)
                     await self._finish(tx, done, now)
             return []
-        if len(items) == 1:  # one INSERT is atomic on its own: spare the BEGIN and COMMIT
+        if len(items) == 1 and done is None:  # one INSERT is atomic: spare BEGIN and COMMIT
             return await self._record(self._db, items, now, done, fence)
         async with self._db.transaction() as tx:
             return await self._record(tx, items, now, done, fence)
@@ -126,7 +127,7 @@ class SqlOutboxStore(OutboxStore):
             row, fresh = await self._insert(tx, item, now, done, fence if first else None)
             if first and not fresh:
                 await self._fenced(tx, fence)  # no insert said whether the lease still holds
-            if done is not None and not fresh:
+            if done is not None:
                 await self._finish(tx, done, now)
             rows.append(row)
         return rows

@@ -259,6 +259,22 @@ def test_operator_actions_are_written_once() -> None:
     assert calls >= {(t, m) for t, methods in OPERATOR_WRITES.items() for m in methods}
 
 
+def test_inbound_statuses_are_written_only_by_the_journal() -> None:
+    """Every status change of an inbound entry goes through ``bot.pipeline.journal``, whose
+    table of transitions keeps a finished entry finished."""
+    inbound = {"inbound", "_inbound"}
+    wrong = {
+        module
+        for module, path in modules().items()
+        if module.startswith("bot.") and module != "bot.pipeline.journal"
+        for table, method in _store_calls(path)
+        if table in inbound and method == "update"
+    }
+    assert wrong == set()
+    journal = set(_store_calls(modules()["bot.pipeline.journal"]))
+    assert ("_inbound", "update") in journal
+
+
 def test_the_kernel_top_level_stays_small() -> None:
     top_level = sorted(path.name for path in (REPO / "bot").glob("*.py"))
     assert len(top_level) <= MAX_TOP_LEVEL_MODULES, top_level

@@ -1,4 +1,5 @@
-"""``run``, ``chat``, ``check`` and ``init``: the daemon and its configuration.
+"""``run``, ``chat``, ``check`` and ``init``: the daemon and its configuration (``init`` in
+``bot/cli/init.py``).
 
 ``run`` and ``chat`` create their state private (umask 0077), as the units' ``UMask=`` does.
 """
@@ -12,10 +13,10 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, replace
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
+from bot.cli.init import add_init_command
 from bot.cli.options import CommandFailed, Subcommands, add_config_option, load_config
 from bot.config.settings import Settings
 from bot.errors import ConfigError
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from bot.cli.probes import ProbeResult
 from bot.exit_codes import EXIT_CHECK_FAILED, EXIT_CONFIG, EXIT_OK
 
-EXAMPLE_CONFIG = "switchboard.example.yaml"
 EXIT_USAGE = 2
 """As argparse exits on a malformed command line."""
 
@@ -54,10 +54,7 @@ def add_commands(commands: Subcommands) -> None:
     run.set_defaults(handler=_run_command)
     chat.set_defaults(handler=_chat_command)
     check.set_defaults(handler=_check_command)
-    init = commands.add_parser("init", help="write a commented example configuration")
-    init.add_argument("path", nargs="?", type=Path, default=Path("switchboard.yaml"))
-    init.add_argument("--force", action="store_true", help="overwrite an existing file")
-    init.set_defaults(handler=lambda args: _init(args.path, force=args.force))
+    add_init_command(commands)
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -198,13 +195,3 @@ def _print_check(path: Path, summary: dict[str, object], probes: list[ProbeResul
         for result in probes:
             status = "ok  " if result.ok else "FAIL"
             print(f"  {result.target:<{width}}  {status}  {escape_controls(result.detail)}")
-
-
-def _init(path: Path, *, force: bool) -> int:
-    if path.exists() and not force:
-        print(f"switchboard: {path} exists; use --force to overwrite", file=sys.stderr)
-        return EXIT_CONFIG
-    text = resources.files("bot").joinpath("templates", EXAMPLE_CONFIG).read_text("utf-8")
-    path.write_text(text, "utf-8")
-    print(f"wrote {path}; edit it, then run: switchboard check -c {path}")
-    return EXIT_OK

@@ -24,11 +24,11 @@ from bot.hub import ChannelHub
 from bot.messages import ConversationKey, OutboundKind
 from bot.pipeline.access import AccessControl, Role
 from bot.pipeline.bus import Accepted
+from bot.pipeline.journal import Journal
 from bot.pipeline.lanes import Lanes, TurnRequest
 from bot.pipeline.route import Asked, RouteActions, RouteStep, Routing
 from bot.pipeline.sessions import destination_for
 from bot.ports import Store
-from bot.records import InboundStatus
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +135,5 @@ async def stop_conversation(lanes: Lanes, store: Store, key: ConversationKey) ->
     was_running, cleared = lanes.stop(key)
     for request in cleared:
         for queued in request.items:
-            await store.inbound.update(
-                queued.entry_id, InboundStatus.HANDLED, reason="stopped", key=key
-            )
+            await Journal(store.inbound).handled(queued.entry_id, "stopped", key=key)
     return was_running, sum(len(request.items) for request in cleared)

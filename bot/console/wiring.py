@@ -22,19 +22,19 @@ class KernelCounts:
 
     @property
     def queue_depth(self) -> int:
-        return self.kernel.bus.depth
+        return self.kernel.conversations.bus.depth
 
     @property
     def queue_capacity(self) -> int:
-        return self.kernel.bus.capacity
+        return self.kernel.conversations.bus.capacity
 
     @property
     def active_runs(self) -> int:
-        return self.kernel.lanes.active_runs
+        return self.kernel.conversations.lanes.active_runs
 
     @property
     def queued_turns(self) -> int:
-        return self.kernel.lanes.queued
+        return self.kernel.conversations.lanes.queued
 
 
 def daemon_console(
@@ -52,7 +52,7 @@ def daemon_console(
         hub=kernel.hub,
         replica_id=replica_id,
         live=KernelCounts(kernel),
-        repoll=kernel.outbox.repoll,
+        repoll=kernel.delivery.outbox.repoll,
     )
     host, port = current.http.host, current.http.port
     logger.info("operator console at http://%s:%s/console/", host, port)

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from bot.delivery.chunking import measure
 from bot.delivery.failures import PERMANENT, SendFailures
@@ -39,11 +40,21 @@ one send instead of three against the bot's rate budget (a 0.5 s model's answers
 went out as typing + placeholder + edit)."""
 OutboxSend = Callable[[OutboxItem], Awaitable[SentRef | None]]
 """Record a delivery and wait for its first attempt (``Outbox.send_now``)."""
-OutboxWithdraw = Callable[[OutboxItem], Awaitable[SentRef | None]]
-"""Take back a delivery not sent yet, or learn what it sent (``Outbox.withdraw``)."""
 CURSOR = " ▍"
 RATE_LIMIT_FALLBACK_S = 1.0
 """How long a 429 that names no ``retry_after`` blocks the chat (a row's first backoff step)."""
+
+
+class PlaceholderOutbox(Protocol):
+    """What the stream's placeholder needs of the outbox (``Outbox``)."""
+
+    def send_now(self, item: OutboxItem) -> Awaitable[SentRef | None]:
+        """Record a delivery and wait for its first attempt."""
+        ...
+
+    def withdraw(self, item: OutboxItem) -> Awaitable[SentRef | None]:
+        """Take back a delivery not sent yet, or learn what it sent."""
+        ...
 
 
 class ProgressCalls:
@@ -122,8 +133,8 @@ class ProgressCalls:
 class _Placeholder:
     """The stream's placeholder message: recorded and sent through the outbox, then edited."""
 
-    def __init__(self, outbox: tuple[OutboxSend, OutboxWithdraw], ctx: ReplyContext) -> None:
-        self._send, self._withdraw = outbox
+    def __init__(self, outbox: PlaceholderOutbox, ctx: ReplyContext) -> None:
+        self._outbox = outbox
         self._ctx = ctx
         self.item: OutboxItem | None = None
         """Its delivery once it was recorded; taken back if it never arrived."""
@@ -149,7 +160,7 @@ class _Placeholder:
         item = self.item = self._ctx.item(0, delivery)
         try:
             async with asyncio.timeout(PLACEHOLDER_WAIT_S):
-                ref = await self._send(item)
+                ref = await self._outbox.send_now(item)
         except TimeoutError:
             return  # the chat is held (rate limit, parked channel); ``settle`` takes it back
         if ref is not None and ref.message_ids:
@@ -164,7 +175,7 @@ class _Placeholder:
             self._creating.cancel()
             await asyncio.wait([self._creating])
         if self.message_id is None and self.item is not None:
-            sent = await self._withdraw(self.item)
+            sent = await self._outbox.withdraw(self.item)
             if sent is not None and sent.message_ids:
                 self.message_id = sent.message_ids[0]
         return self.message_id
@@ -174,7 +185,7 @@ class ProgressStream:
     def __init__(  # noqa: PLR0913 - the stream's channel, outbox, pacing, context and options
         self,
         channel: Channel,
-        outbox: tuple[OutboxSend, OutboxWithdraw],
+        outbox: PlaceholderOutbox,
         limiter: RateLimiter,
         ctx: ReplyContext,
         *,

@@ -70,6 +70,7 @@ class ChatOwnership:
         submit: Submit,
         rebalancer: Rebalancer,
         fence: ChatFence,
+        spawn: Spawn,
         warm: Callable[[], None] = lambda: None,
     ) -> None:
         self._leases = store.leases
@@ -82,7 +83,7 @@ class ChatOwnership:
         self.rebalancer = rebalancer
         self._fence = fence
         self._woken = asyncio.Event()
-        self.spawn: Spawn | None = None
+        self._spawn = spawn
         """Starts a kernel task unless it runs (``recovery:<channel>`` after a takeover)."""
         self.taken_over = 0
         """Chats taken from replicas that were gone (for logs and tests)."""
@@ -157,9 +158,8 @@ class ChatOwnership:
         if adoption.claimed:
             self.taken_over += len(adoption.claimed)
             for channel in await self._placeholders.collect(adoption.claimed):
-                if self.spawn is not None:
-                    finish = functools.partial(self._placeholders.finish, channel)
-                    self.spawn(f"recovery:{channel}", finish)
+                finish = functools.partial(self._placeholders.finish, channel)
+                self._spawn(f"recovery:{channel}", finish)
         left: list[JournalEntry] = []
         for adopted in adoption.entries:
             entry = adopted.entry

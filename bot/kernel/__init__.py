@@ -11,12 +11,10 @@ from dataclasses import dataclass
 from bot.commands import CommandRegistry, default_registry
 from bot.commands.routing import ChatCommands
 from bot.config.settings import Settings
-from bot.delivery.attempt import RetryPolicy
-from bot.delivery.outbox import Outbox
+from bot.delivery.assembly import Delivery, assemble_delivery
 from bot.delivery.ratelimit import RateLimiter
-from bot.fleet.fence import ChatFence
-from bot.fleet.ownership import ChatOwnership
-from bot.fleet.rebalance import Rebalancer
+from bot.fleet.assembly import FleetParts, assemble_fleet
+from bot.fleet.ownership import Spawn
 from bot.hub import ChannelHub, ChannelState
 from bot.kernel.route import ConversationParts, RouterDeps, route_steps
 from bot.metrics import Counters
@@ -28,17 +26,17 @@ from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.group_context import ListenWarnings
 from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import Lanes
-from bot.pipeline.recovery import LeftPlaceholders, Notify, notice_sender, recover
 from bot.pipeline.router import Router
 from bot.pipeline.sessions import Sessions
-from bot.pipeline.turns import TurnDeps, TurnRunner
+from bot.pipeline.turns import TurnDeps, TurnRunner, TurnTools
 from bot.ports import AgentBackend, Channel, Store
+from bot.ports.push import Push
 from bot.push.assembly import daemon_pusher
 from bot.push.pusher import Pusher
 from bot.schedules.book import ScheduleBook, turn_schedulers
 from bot.schedules.commands import register_schedule_commands
 from bot.takeover.commands import register_mute_commands
-from bot.takeover.handoff import HandoffDeps, LateHandoffs
+from bot.takeover.handoff import HandoffDeps, Handoffs
 from bot.takeover.mutes import MuteBook
 from bot.takeover.takeover import Takeover
 
@@ -47,61 +45,43 @@ logger = logging.getLogger(__name__)
 ReloadFn = Callable[[str], Awaitable[str]]
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Kernel:
     settings: Callable[[], Settings]
     store: Store
-    agent: AgentBackend
     hub: ChannelHub
-    bus: InboundBus
-    intake: Intake
+    delivery: Delivery
+    """The outbox, send pacing, the metrics and the fence (``bot.delivery.assembly``)."""
+    conversations: Conversations
+    """Intake, the bus, the router, sessions, lanes, open questions and the commands."""
+    fleet: FleetParts
+    """Replicas and crash recovery: ownership, left placeholders, notices (design §11)."""
     pusher: Pusher
     """Proactive messages: the push API, schedules and the agent's handoff (design §19)."""
-    outbox: Outbox
-    lanes: Lanes
-    router: Router
-    sessions: Sessions
-    commands: CommandRegistry
-    counters: Counters
     housekeeping: Housekeeping
-    clarifications: Clarifications
-    limiter: RateLimiter
-    placeholders: LeftPlaceholders
-    """Placeholders a crash left pending, finished once their channels run (design §11)."""
-    ownership: ChatOwnership
-    """The chats this replica serves, on a store several share (design §11 "replicas")."""
-    notify: Notify
-    """Tells a chat that its turn is resumed or lost after a crash or a takeover."""
-    fence: ChatFence
-    """Keeps this replica from acting for chats another took over (design §11 "replicas")."""
 
     def add_channel(self, channel: Channel) -> None:
         """A channel the daemon starts with (it starts in state ``starting``)."""
         self.hub.add(channel)
-        _pace(self.limiter, channel)
+        _pace(self.delivery.limiter, channel)
 
     def install_channel(self, channel: Channel) -> None:
         """Put a channel instance in place (first start, restart, enabled by a reload)."""
         self.hub.replace(channel)
-        _pace(self.limiter, channel)
+        _pace(self.delivery.limiter, channel)
 
     async def prepare(self) -> None:
         """Restore persisted state and requeue unfinished work before intake opens (and before
         the outbox worker runs: left placeholders are withdrawn or reserved first)."""
         await self.hub.load_pauses()
-        if self.ownership.shared:
-            # Only what no live replica has in hand: the rest is theirs.
-            await self.ownership.sweep(fresh_start=True)
-            return
-        await self.placeholders.collect()
-        await recover(self.store, self.bus, self.notify, self.outbox.submit, warm=self.agent.warm)
+        await self.fleet.prepare()
 
     def recovery_loops(self) -> list[tuple[str, Loop]]:
         """The deferred part of crash recovery, one loop per channel with left placeholders
         (``recovery:<channel>``); each returns when its channel's are finished."""
         return [
-            (f"recovery:{name}", functools.partial(self.placeholders.finish, name))
-            for name in self.placeholders.channels()
+            (f"recovery:{name}", functools.partial(self.fleet.placeholders.finish, name))
+            for name in self.fleet.placeholders.channels()
         ]
 
     def deadlines(self, channel: str) -> Deadlines:
@@ -134,124 +114,161 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     reload: ReloadFn,
     *,
     replica_id: str,
+    spawn: Spawn,
 ) -> Kernel:
     """The kernel; channels join with ``add_channel``. ``reload`` serves ``/reload``;
-    ``replica_id`` is this daemon among the store's replicas."""
-    current = settings()
-    shared = store.leases.shared
-    counters = Counters()
-    limiter = RateLimiter()
-    hub.listeners.append(functools.partial(_count_reconnects, counters))
+    ``replica_id`` is this daemon among the store's replicas; ``spawn`` starts a kernel task
+    unless one of that name runs (the daemon's ``KernelTasks.ensure``)."""
+    ground = Ground(settings=settings, store=store, agent=agent, hub=hub)
+    delivery = assemble_delivery(settings, store, hub, replica_id=replica_id)
+    hub.listeners.append(functools.partial(_count_reconnects, delivery.counters))
     hub.listeners.append(ListenWarnings(settings, hub))
-    bus = InboundBus(current.daemon.inbound_queue_size)
-    fence = ChatFence(store.leases, replica_id, counters.replicas.fenced)
-    outbox = Outbox(
-        store,
-        hub,
-        limiter,
-        counters,
-        RetryPolicy(max_attempts=current.daemon.outbox_max_attempts),
-        holder=replica_id if shared else None,
-        fence=fence,
-    )
-    sessions = Sessions(settings, store, agent, lambda name: _threads(hub, name))
-    clarifications = Clarifications(store, lambda: settings().conversations.clarification_ttl_s)
-    handoffs = LateHandoffs()
-    runner = TurnRunner(
-        TurnDeps(
-            settings=settings,
-            store=store,
-            agent=agent,
-            hub=hub,
-            sessions=sessions,
-            outbox=outbox,
-            limiter=limiter,
-            clarifications=clarifications,
-            counters=counters,
-            fence=fence,
-            scheduler_for=turn_schedulers(ScheduleBook(settings, store)),
-            handoff_for=handoffs,
-        )
-    )
-    lanes = Lanes(runner, current.agent.max_concurrent_runs)
-    mute_book = MuteBook(store)
-    takeover = Takeover(settings, mute_book, lanes, store)
-    fence.on_lost += [lanes.drop_chats, clarifications.forget_chats]
-    fence.on_taken += [clarifications.forget_chats, mute_book.chats_taken]
-    commands = default_registry(
-        register_schedule_commands,
-        functools.partial(register_mute_commands, takeover=takeover),
-    )
-    placeholders = LeftPlaceholders(store, outbox, hub)
-    notify = notice_sender(outbox.submit, sessions, hub.capabilities_of)
-    ownership = ChatOwnership(
-        store,
-        bus,
-        outbox,
-        placeholders,
-        replica_id=replica_id,
-        expiry_s=lambda: settings().daemon.replica_expiry_s,
-        notify=notify,
-        submit=outbox.submit,
-        warm=agent.warm,
-        rebalancer=Rebalancer(
-            store.leases,
-            replica_id=replica_id,
-            expiry_s=lambda: settings().daemon.replica_expiry_s,
-            moves_per_sweep=lambda: settings().daemon.rebalance_moves,
-            moved=counters.replicas.chats_rebalanced,
-            fence=fence,
-        ),
-        fence=fence,
-    )
-    route = RouterDeps(
-        settings=settings,
-        store=store,
-        bus=bus,
-        hub=hub,
-        outbox=outbox,
-        counters=counters,
-        conversations=ConversationParts(
-            sessions=sessions, lanes=lanes, clarifications=clarifications
-        ),
-        commands=ChatCommands(
-            registry=commands, agent_description=agent.description, reload=reload
-        ),
-    )
-    router = Router(bus, store, counters, route_steps(route, takeover))
-    intake = Intake(store, bus, counters, ownership.admit if shared else None)
+    inbound, fleet = _inbound(ground, delivery, replica_id, spawn)
     pusher = daemon_pusher(
         settings=settings,
         store=store,
         hub=hub,
-        outbox=outbox,
-        intake=intake,
-        bus=bus,
-        sessions=sessions,
+        outbox=delivery.outbox,
+        intake=inbound.intake,
+        bus=inbound.bus,
+        sessions=inbound.sessions,
     )
-    handoffs.deps = HandoffDeps(settings=settings, takeover=takeover, push=pusher.push)
+    conversations = assemble_conversations(
+        ground, delivery, inbound, push=pusher.push, reload=reload
+    )
+    clarifications = conversations.clarifications
     return Kernel(
         settings=settings,
         store=store,
-        agent=agent,
         hub=hub,
-        bus=bus,
-        intake=intake,
+        delivery=delivery,
+        conversations=conversations,
+        fleet=fleet,
         pusher=pusher,
-        outbox=outbox,
-        lanes=lanes,
-        router=router,
-        sessions=sessions,
-        commands=commands,
-        counters=counters,
-        housekeeping=Housekeeping(settings, store, hub, outbox, clarifications),
-        clarifications=clarifications,
-        limiter=limiter,
-        placeholders=placeholders,
-        ownership=ownership,
-        notify=notify,
-        fence=fence,
+        housekeeping=Housekeeping(settings, store, hub, delivery.outbox, clarifications),
     )
+
+
+def _inbound(
+    ground: Ground, delivery: Delivery, replica_id: str, spawn: Spawn
+) -> tuple[Inbound, FleetParts]:
+    """The bus, the sessions and intake, with the fleet part that admits messages to the bus
+    on a shared store."""
+    settings, store, hub = ground.settings, ground.store, ground.hub
+    bus = InboundBus(settings().daemon.inbound_queue_size)
+    sessions = Sessions(settings, store, ground.agent, functools.partial(_threads, hub))
+    fleet = assemble_fleet(
+        settings,
+        store,
+        hub,
+        delivery,
+        bus=bus,
+        sessions=sessions,
+        replica_id=replica_id,
+        warm=ground.agent.warm,
+        spawn=spawn,
+    )
+    admit = fleet.ownership.admit if store.leases.shared else None
+    intake = Intake(store, bus, delivery.counters, admit)
+    return Inbound(bus=bus, intake=intake, sessions=sessions), fleet
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ground:
+    """What the kernel is built around: the settings, the store, the agent and the channels."""
+
+    settings: Callable[[], Settings]
+    store: Store
+    agent: AgentBackend
+    hub: ChannelHub
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Inbound:
+    """Where messages come in: the bus, intake journaling onto it, and the sessions that name
+    their conversations (made before the conversations: the fleet and the push API use them)."""
+
+    bus: InboundBus
+    intake: Intake
+    sessions: Sessions
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Conversations:
+    bus: InboundBus
+    intake: Intake
+    router: Router
+    sessions: Sessions
+    lanes: Lanes
+    clarifications: Clarifications
+    commands: CommandRegistry
+
+
+def assemble_conversations(
+    ground: Ground, delivery: Delivery, inbound: Inbound, *, push: Push, reload: ReloadFn
+) -> Conversations:
+    """``push``: the push port, for the handoff's announcement; ``reload`` serves ``/reload``."""
+    settings, store, sessions = ground.settings, ground.store, inbound.sessions
+    clarifications = Clarifications(store, lambda: settings().conversations.clarification_ttl_s)
+    book = MuteBook(store)
+    tools = TurnTools(
+        scheduler_for=turn_schedulers(ScheduleBook(settings, store)),
+        handoff_for=Handoffs(HandoffDeps(settings=settings, book=book, push=push, store=store)),
+    )
+    lanes = _lanes(ground, delivery, sessions, clarifications, tools)
+    takeover = Takeover(settings, book, lanes, store)
+    delivery.fence.on_lost += [lanes.drop_chats, clarifications.forget_chats]
+    delivery.fence.on_taken += [clarifications.forget_chats, book.chats_taken]
+    commands = default_registry(
+        register_schedule_commands,
+        functools.partial(register_mute_commands, takeover=takeover),
+    )
+    route = RouterDeps(
+        settings=settings,
+        store=store,
+        bus=inbound.bus,
+        hub=ground.hub,
+        outbox=delivery.outbox,
+        counters=delivery.counters,
+        conversations=ConversationParts(
+            sessions=sessions, lanes=lanes, clarifications=clarifications
+        ),
+        commands=ChatCommands(
+            registry=commands, agent_description=ground.agent.description, reload=reload
+        ),
+    )
+    return Conversations(
+        bus=inbound.bus,
+        intake=inbound.intake,
+        router=Router(inbound.bus, store, delivery.counters, route_steps(route, takeover)),
+        sessions=sessions,
+        lanes=lanes,
+        clarifications=clarifications,
+        commands=commands,
+    )
+
+
+def _lanes(
+    ground: Ground,
+    delivery: Delivery,
+    sessions: Sessions,
+    clarifications: Clarifications,
+    tools: TurnTools,
+) -> Lanes:
+    """The conversations' lanes, each running its turns with the turn runner."""
+    runner = TurnRunner(
+        TurnDeps(
+            settings=ground.settings,
+            store=ground.store,
+            agent=ground.agent,
+            hub=ground.hub,
+            sessions=sessions,
+            clarifications=clarifications,
+            delivery=delivery,
+            tools=tools,
+        )
+    )
+    return Lanes(runner, ground.settings().agent.max_concurrent_runs)
 
 
 def _pace(limiter: RateLimiter, channel: Channel) -> None:

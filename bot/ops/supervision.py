@@ -4,7 +4,7 @@ Start failures are classified: refused credentials park the channel (re-probed r
 once on ``/reload`` or SIGHUP); anything else reconnects with capped, jittered backoff. A
 running channel is restarted when its adapter reports it lost credentials, or when it has
 been silent for longer than its ``stale_after_s`` (adapters feed activity through
-``ChannelHealth.activity``). A per-channel restart budget and a fleet-wide breaker stop
+``ChannelHealth.activity``). A per-channel restart budget and a breaker across all channels stop
 reconnect storms; one channel failing never stops the others.
 """
 
@@ -36,13 +36,13 @@ class SupervisionPolicy:
     parked_retry_s: float = 600.0
     restart_budget: int = 5
     budget_window_s: float = 600.0
-    fleet_restarts: int = 6
-    fleet_window_s: float = 60.0
-    fleet_pause_s: float = 30.0
+    breaker_restarts: int = 6
+    breaker_window_s: float = 60.0
+    breaker_pause_s: float = 30.0
     stale_check_s: float = 10.0
 
 
-class FleetBreaker:
+class RestartBreaker:
     """Counts restarts across all channels; too many in a window pauses every restart."""
 
     def __init__(self, policy: SupervisionPolicy, clock: Callable[[], float] = time.monotonic):
@@ -55,14 +55,16 @@ class FleetBreaker:
 
     def pause_needed(self) -> float:
         now = self._clock()
-        while self._restarts and now - self._restarts[0] > self._policy.fleet_window_s:
+        while self._restarts and now - self._restarts[0] > self._policy.breaker_window_s:
             self._restarts.popleft()
         return (
-            self._policy.fleet_pause_s if len(self._restarts) >= self._policy.fleet_restarts else 0
+            self._policy.breaker_pause_s
+            if len(self._restarts) >= self._policy.breaker_restarts
+            else 0
         )
 
 
-class Fleet:
+class ChannelSupervision:
     """All supervised channels: their tasks, the shared breaker, wake-ups and settling."""
 
     def __init__(
@@ -79,7 +81,7 @@ class Fleet:
         self.hub = hub
         self.publish = publish
         self.policy = policy
-        self.breaker = FleetBreaker(policy)
+        self.breaker = RestartBreaker(policy)
         self.supervisors: dict[str, ChannelSupervisor] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self.install = install
@@ -163,14 +165,14 @@ def short_error(exc: BaseException, limit: int = 300) -> str:
 
 
 class ChannelSupervisor:
-    def __init__(self, name: str, factory: ChannelFactory, fleet: Fleet) -> None:
+    def __init__(self, name: str, factory: ChannelFactory, supervision: ChannelSupervision) -> None:
         self.name = name
         self._factory = factory
-        self._fleet = fleet
-        self._hub = fleet.hub
-        self._publish = fleet.publish
-        self._breaker = fleet.breaker
-        self._policy = fleet.policy
+        self._supervision = supervision
+        self._hub = supervision.hub
+        self._publish = supervision.publish
+        self._breaker = supervision.breaker
+        self._policy = supervision.policy
         self._wake = asyncio.Event()
         self._restart = asyncio.Event()
         self._restarts: deque[float] = deque()
@@ -222,12 +224,12 @@ class ChannelSupervisor:
         if channel is None or self._restart.is_set():
             self._restart.clear()
             channel = self._factory()
-            self._fleet.install(channel)
+            self._supervision.install(channel)
         return channel
 
     async def _start(self, channel: Channel, attempt: int) -> bool:
         try:
-            await start_within(channel, self._publish, self._fleet.deadlines(self.name))
+            await start_within(channel, self._publish, self._supervision.deadlines(self.name))
         except AuthFailed as exc:
             self._hub.set_state(self.name, ChannelState.PARKED, f"auth_failed: {exc}")
             self.settled.set()
@@ -269,7 +271,7 @@ class ChannelSupervisor:
                 return f"stale: nothing received for {silent:.0f}s"
 
     async def _spend_budget(self) -> None:
-        """Count a restart; past the budget or the fleet breaker, wait before the next one."""
+        """Count a restart; past the budget or the supervision breaker, wait before the next one."""
         now = time.monotonic()
         self._restarts.append(now)
         self._breaker.record()
@@ -282,7 +284,7 @@ class ChannelSupervisor:
             self._restarts.clear()
         pause = self._breaker.pause_needed()
         if pause:
-            logger.warning("fleet breaker: pausing restarts for %.0fs", pause)
+            logger.warning("supervision breaker: pausing restarts for %.0fs", pause)
             await self._sleep(pause)
 
     async def _park(self) -> None:
@@ -303,4 +305,4 @@ class ChannelSupervisor:
                 await self._wake.wait()
 
     async def _close(self, channel: Channel) -> None:
-        await close_within(channel, self._fleet.deadlines(self.name))
+        await close_within(channel, self._supervision.deadlines(self.name))

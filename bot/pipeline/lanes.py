@@ -12,6 +12,7 @@ the turn's boundary, recognised by the turn's ``CancelToken``, and goes on with 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import deque
 from collections.abc import Callable, Collection, Coroutine
@@ -46,6 +47,10 @@ class CancelReason(StrEnum):
     """The agent handed the conversation to a human: it ends with ``CancelToken.note``."""
 
 
+def _no_lane(_reason: CancelReason, _note: str | None) -> tuple[bool, list[TurnRequest]]:
+    return False, []
+
+
 @dataclass(slots=True)
 class CancelToken:
     """Why a running turn was cancelled; set just before ``Task.cancel()``."""
@@ -53,6 +58,9 @@ class CancelToken:
     reason: CancelReason | None = None
     note: str | None = None
     """What a turn ended by a handoff posts instead of its answer."""
+    hush: Hush = _no_lane
+    """``Lanes.hush`` bound to the turn's own lane: what the turn itself calls to end (the
+    agent's handoff, design §22)."""
 
 
 LaneWork = Callable[[], Coroutine[object, object, None]]
@@ -109,6 +117,10 @@ class Revised(StrEnum):
     """Found, and the rewrite returned the request as it was: nothing to do."""
     ABSENT = "absent"
 
+
+Hush = Callable[[CancelReason, str | None], tuple[bool, list[TurnRequest]]]
+"""End a lane's running agent turn for a reason (with a note) and drop its queued messages:
+(a turn was cancelled, the requests dropped)."""
 
 Rewrite = Callable[[TurnRequest, Accepted], TurnRequest | None]
 """The request with the message found in it edited or taken out; ``None``: nothing left."""
@@ -219,10 +231,15 @@ class Lanes:
         lane = self._lanes.get(key)
         if lane is None:
             return False, []
+        return self._hush(lane, reason, note)
+
+    def _hush(
+        self, lane: _Lane, reason: CancelReason, note: str | None
+    ) -> tuple[bool, list[TurnRequest]]:
         cleared = [request for request in lane.pending if request.mergeable]
         for request in cleared:
             lane.pending.remove(request)
-        running = self.running_request(key) is not None
+        running = self.running_request(lane.key) is not None
         if running:
             lane.token.note = note
             self._cancel_turn(lane, reason)
@@ -294,7 +311,7 @@ class Lanes:
 
     async def _turn(self, lane: _Lane, request: TurnRequest) -> None:
         """Run one turn on the driver; a cancellation of the turn ends here, not the driver."""
-        token = lane.token = CancelToken()
+        token = lane.token = CancelToken(hush=functools.partial(self._hush, lane))
         lane.running = True
         lane.current = request
         lane.commanding = request.work is not None

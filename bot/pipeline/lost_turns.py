@@ -5,9 +5,10 @@ clean up is a placeholder it sent itself that the holder never learnt of: a send
 check passed just before a stall and which landed after the takeover, or one the platform took
 while the store link was down, so its row was not marked sent when the holder looked. The
 holder finishes every placeholder it found (edited to the interrupted notice, under the
-placeholder's finishing key); one without that edit is recorded here for removal, a row the
-holder's outbox sends in the chat's order (this replica's own attempt is fenced out), and the
-chat shows one answer, not the answer beside a stale "…▍" copy.
+placeholder's finishing key); one without that edit is recorded here for removal
+(``endings.end_turn``), a row the holder's outbox sends in the chat's order (this replica's
+own attempt is fenced out), and the chat shows one answer, not the answer beside a stale
+"…▍" copy.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from __future__ import annotations
 import logging
 
 from bot.delivery.progress import ProgressStream
-from bot.delivery.replies import take_back
-from bot.delivery.writer import Record, ReplyWriter
-from bot.pipeline.recovery import INTERRUPTED_PLACEHOLDER, finishing_key
+from bot.delivery.replies import ReplyContext
+from bot.pipeline.recovery import finishing_key
 from bot.ports import Store
 
 logger = logging.getLogger(__name__)
@@ -27,23 +27,20 @@ LOST_TAG = "lost"
 (``<correlation>/lost/<message id>``)."""
 
 
-async def end_turn(
-    stream: ProgressStream, replies: ReplyWriter, store: Store, record: Record
-) -> None:
-    """Stop the stream; a placeholder it sent that the new holder did not finish goes."""
-    placeholder = await stream.close()
+async def left_here(stream: ProgressStream, ctx: ReplyContext, store: Store) -> bool:
+    """Whether the closed stream sent a placeholder itself that the new holder did not
+    finish: this replica is to take it back."""
     sent_as = stream.placeholder_key
-    if placeholder is None or sent_as is None:
-        return
-    ctx = replies.ctx
+    if sent_as is None:
+        return False
     finishing = finishing_key(ctx.correlation_id, sent_as)
     rows = await store.outbox.for_correlation(ctx.correlation_id)
-    if any(row.item.idempotency_key == finishing for row in rows):
-        return  # the holder found it and finishes it
-    tagged = ctx.tagged(LOST_TAG)
-    delivery = take_back(tagged.destination, placeholder, replies.caps, INTERRUPTED_PLACEHOLDER)
-    await record([tagged.item(placeholder, delivery)])
-    await store.leases.wake(["*"])  # the holder's outbox sends it (``ChatOwnership``)
+    return not any(row.item.idempotency_key == finishing for row in rows)
+
+
+async def hand_over(store: Store, ctx: ReplyContext, placeholder: str) -> None:
+    """Wake the chat's holder: its outbox sends the removal (``ChatOwnership``)."""
+    await store.leases.wake(["*"])
     logger.info(
         "lost turn correlation=%s: its placeholder %s is left to the chat's holder to remove",
         ctx.correlation_id,

@@ -30,6 +30,7 @@ from bot.delivery.writer import Record, ReplyWriter
 from bot.hub import ChannelHub, ChannelState
 from bot.messages import OutboundKind, OutboundText, TextEdit, utc_now
 from bot.pipeline.bus import Accepted, InboundBus
+from bot.pipeline.journal import Journal
 from bot.pipeline.sessions import Sessions
 from bot.pipeline.turn_marks import MAX_INTERRUPTED_RUNS, TurnMark
 from bot.ports import ChannelCapabilities, Store
@@ -250,10 +251,11 @@ async def recover(  # noqa: PLR0913 - what a recovery touches
     requeued = 0
     interrupted: set[str] = set()
     resumed: set[str] = set()
+    journal = Journal(store.inbound)
     for entry in await store.inbound.unfinished() if entries is None else entries:
         mark = _turn_mark(entry)
         if await _answer_recorded(store, mark.turn):
-            await store.inbound.update(entry.id, InboundStatus.HANDLED, reason="answer recorded")
+            await journal.handled(entry, "answer recorded")
             continue
         started, turn = entry.status is InboundStatus.RUNNING, mark.turn
         if started and turn not in interrupted:
@@ -263,12 +265,12 @@ async def recover(  # noqa: PLR0913 - what a recovery touches
         if left.interrupted >= MAX_INTERRUPTED_RUNS:
             await notify(entry, GAVE_UP_NOTICE, "recovery-gave-up")
             reason = f"failed after restart: its run was interrupted {left.interrupted} times"
-            await store.inbound.update(entry.id, InboundStatus.FAILED, reason=reason)
+            await journal.failed(entry, reason)
             continue
         if left != mark:  # this crash counted: remember it before the re-run
-            await store.inbound.update(entry.id, InboundStatus.RUNNING, reason=left.encode())
+            await journal.running(entry, left.encode())
         if entry.reason == AWAITING_PICKUP:  # a CLI prompt: requeued here, not by ``pushes``
-            await store.inbound.update(entry.id, entry.status, reason=PICKED_UP)
+            await journal.noted(entry, PICKED_UP)
         if started and turn not in resumed:  # one notice per interrupted turn
             resumed.add(turn)
             await notify(entry, RESUMING_NOTICE, "recovery")

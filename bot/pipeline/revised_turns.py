@@ -4,18 +4,14 @@ An edit cancels the turn and runs it again with the new text under the same corr
 so the restart finds the first run's placeholder (recorded under the same key) and streams
 into it: the old partial answer is replaced, and one answer is all the chat ever shows. A
 withdrawal cancels it without a word; its placeholder is deleted where the platform lets
-the bot delete, else edited to say the message was withdrawn.
+the bot delete, else edited to say the message was withdrawn (``endings.end_turn``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from bot.delivery.progress import ProgressStream
-from bot.delivery.replies import take_back
-from bot.delivery.writer import Record, ReplyWriter
+from bot.delivery.writer import Record
 from bot.messages import MessageRemoval
-from bot.pipeline.lanes import CancelReason
 from bot.pipeline.recovery import sent_placeholders
 from bot.ports import Store
 from bot.records import OutboxItem, OutboxRow
@@ -65,34 +61,3 @@ async def remove_left_placeholder(store: Store, record: Record, correlation_id: 
     if row is not None:
         key = f"{correlation_id}/{WITHDRAWN_TAG}/0"
         await record([removal_item(row, row.sent_message_ids[0], key)])
-
-
-async def end_turn(
-    stream: ProgressStream,
-    replies: ReplyWriter,
-    outbox: tuple[Store, Record],
-    reason: CancelReason,
-    mark: Callable[[str], Awaitable[None]],
-) -> None:
-    """End a turn whose message was edited (it runs again, into the same placeholder: nothing
-    to do but stop) or withdrawn: its placeholder goes (or one an earlier run of this turn
-    left, which a restart had not taken over yet), and ``mark`` finishes its messages."""
-    placeholder = await stream.close()
-    if reason is not CancelReason.WITHDRAWN:
-        return
-    await _take_back(placeholder, replies, outbox)
-    await mark(WITHDRAWN_REASON)
-
-
-async def _take_back(
-    placeholder: str | None, replies: ReplyWriter, outbox: tuple[Store, Record]
-) -> None:
-    store, record = outbox
-    ctx = replies.ctx
-    if placeholder is None:
-        if replies.caps.deletes:
-            await remove_left_placeholder(store, record, ctx.correlation_id)
-        return
-    tagged = ctx.tagged(WITHDRAWN_TAG)
-    delivery = take_back(tagged.destination, placeholder, replies.caps, WITHDRAWN_TEXT)
-    await record([tagged.item(0, delivery)])

@@ -46,6 +46,7 @@ from bot.messages import (
 from bot.pipeline.bus import Accepted
 from bot.pipeline.group_context import GroupContext
 from bot.pipeline.inbound_bounds import RefuseOversize
+from bot.pipeline.journal import Journal
 from bot.pipeline.lanes import Lanes, Revised, TurnRequest
 from bot.pipeline.revised_turns import WITHDRAWN_REASON, removal_item, remove_left_placeholder
 from bot.pipeline.route import RouteStep, Routing
@@ -130,12 +131,9 @@ class Revisions:
             return await self._finish(item, "edit changed nothing", EDIT_IGNORED)
         if found is None:  # read again: its turn may have finished since
             return await self._edited_later(item, await self._entry(item, revision))
-        await self._deps.store.inbound.update(
-            found.entry_id, InboundStatus.HANDLED, reason=SUPERSEDED_REASON
-        )
-        await self._deps.store.inbound.update(
-            item.entry_id, InboundStatus.ACCEPTED, reason=APPLIED_REASON
-        )
+        journal = Journal(self._deps.store.inbound)
+        await journal.handled(found.entry_id, SUPERSEDED_REASON)
+        await journal.accepted(item.entry_id, APPLIED_REASON)
         return EDIT_APPLIED if where is Revised.QUEUED else EDIT_RESTARTED
 
     async def _edited_later(self, item: Accepted, entry: JournalEntry | None) -> str:
@@ -202,9 +200,7 @@ class Revisions:
                 ChatRef.of(item.message), revision.message_id, rewrite
             )
             if found is not None:
-                await self._deps.store.inbound.update(
-                    found.entry_id, InboundStatus.HANDLED, reason=WITHDRAWN_REASON
-                )
+                await Journal(self._deps.store.inbound).handled(found.entry_id, WITHDRAWN_REASON)
                 if dropped_restart:  # its first run's placeholder; the turn agrees (same key)
                     store, submit = self._deps.store, self._deps.outbox.submit
                     await remove_left_placeholder(store, submit, found.correlation_id)
@@ -256,7 +252,7 @@ class Revisions:
         return None
 
     async def _finish(self, item: Accepted, reason: str, outcome: str) -> str:
-        await self._deps.store.inbound.update(item.entry_id, InboundStatus.HANDLED, reason=reason)
+        await Journal(self._deps.store.inbound).handled(item.entry_id, reason)
         return outcome
 
 

@@ -23,10 +23,10 @@ from bot.messages import ConversationKey, OutboundKind, Reaction
 from bot.metrics import DropReason, log_drop
 from bot.pipeline.access import Role
 from bot.pipeline.bus import Accepted
+from bot.pipeline.journal import Journal
 from bot.pipeline.lanes import Lanes, SubmitOutcome, TurnRequest
 from bot.pipeline.sessions import Sessions
 from bot.ports import Store
-from bot.records import InboundStatus
 
 QUEUED_NOTICE = "⏳ Queued — I'll answer after the current reply."
 BUSY_NOTICE = "I'm still working on your previous message. Wait for it, or send /stop."
@@ -88,12 +88,12 @@ class RouteActions:
         self._sessions = sessions
 
     async def drop(self, item: Accepted, reason: DropReason) -> str:
-        await self._store.inbound.update(item.entry_id, InboundStatus.DROPPED, reason=reason)
+        await Journal(self._store.inbound).dropped(item.entry_id, reason)
         log_drop(item.message, reason)
         return reason
 
     async def finish(self, item: Accepted, reason: str) -> None:
-        await self._store.inbound.update(item.entry_id, InboundStatus.HANDLED, reason=reason)
+        await Journal(self._store.inbound).handled(item.entry_id, reason)
 
     async def submit(self, item: Accepted, request: TurnRequest) -> str:
         """Into the lane by the busy policy: acknowledged if queued, dropped if rejected."""

@@ -16,11 +16,11 @@ from bot.delivery.outbox import Outbox
 from bot.metrics import Counters
 from bot.pipeline.bus import Accepted, BusClosed, InboundBus
 from bot.pipeline.group_context import GroupContext
+from bot.pipeline.journal import Journal
 from bot.pipeline.lanes import TurnRequest
 from bot.pipeline.route import RouteActions, RouteStep, Routing
 from bot.pipeline.sessions import Sessions, destination_for
 from bot.ports import Store
-from bot.records import InboundStatus
 
 logger = logging.getLogger(__name__)
 
@@ -51,9 +51,7 @@ class Router:
                 outcome = await self.handle(item)
             except Exception:
                 logger.exception("failed to route message correlation=%s", item.correlation_id)
-                await self._store.inbound.update(
-                    item.entry_id, InboundStatus.FAILED, reason="routing error"
-                )
+                await Journal(self._store.inbound).failed(item.entry_id, "routing error")
             finally:
                 # Once per routed message, after all its effects: tests wait on this count.
                 self._counters.inbound(item.message.channel, outcome)

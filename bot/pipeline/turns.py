@@ -17,22 +17,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.config.settings import Settings
-from bot.delivery.outbox import Outbox
+from bot.delivery.assembly import Delivery
 from bot.delivery.progress import ProgressStream
-from bot.delivery.ratelimit import RateLimiter
 from bot.delivery.replies import ReplyContext
 from bot.delivery.writer import ReplyWriter
 from bot.errors import AgentError, ChatLost
-from bot.fleet.fence import ChatFence
 from bot.hub import ChannelHub
 from bot.messages import Reaction, Sender, utc_now
-from bot.metrics import Counters
-from bot.pipeline import lost_turns
 from bot.pipeline import revised_turns as revised
 from bot.pipeline.clarifications import Clarifications
-from bot.pipeline.endings import QUIET_REASONS, end_quietly
+from bot.pipeline.endings import EndingTurn, end_turn
 from bot.pipeline.group_context import render_context
-from bot.pipeline.lanes import CancelReason, CancelToken, TurnRequest
+from bot.pipeline.journal import Journal
+from bot.pipeline.lanes import CancelReason, CancelToken, Hush, TurnRequest
 from bot.pipeline.sessions import Sessions
 from bot.pipeline.turn_marks import TurnMark
 from bot.pipeline.uploads import save_uploads
@@ -55,20 +52,26 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TurnTools:
+    """What the agent's tools reach, made per turn."""
+
+    scheduler_for: Callable[[TurnRequest], TurnScheduler | None] = lambda _request: None
+    """The schedules of the request's conversation (design §19)."""
+    handoff_for: Callable[[TurnRequest, Hush], TurnHandoff | None] = lambda _request, _hush: None
+    """The handoff of the request's conversation (design §22); it ends the turn through the
+    turn's own lane (``CancelToken.hush``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnDeps:
     settings: Callable[[], Settings]
     store: Store
     agent: AgentBackend
     hub: ChannelHub
     sessions: Sessions
-    outbox: Outbox
-    limiter: RateLimiter
     clarifications: Clarifications
-    counters: Counters
-    fence: ChatFence
-    scheduler_for: Callable[[TurnRequest], TurnScheduler | None] = lambda _request: None
-    """The schedules of the request's conversation, for the agent's tools (design §19)."""
-    handoff_for: Callable[[TurnRequest], TurnHandoff | None] = lambda _request: None
+    delivery: Delivery
+    tools: TurnTools = TurnTools()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,12 +93,12 @@ class TurnRunner:
         self._agent = deps.agent
         self._hub = deps.hub
         self._sessions = deps.sessions
-        self._outbox = deps.outbox
-        self._limiter = deps.limiter
+        self._outbox = deps.delivery.outbox
+        self._limiter = deps.delivery.limiter
         self._clarifications = deps.clarifications
-        self._counters = deps.counters
-        self._fence = deps.fence
-        self._ports = deps  # what the agent's tools reach: schedules, handoff
+        self._counters = deps.delivery.counters
+        self._fence = deps.delivery.fence
+        self._tools = deps.tools
         self._workspaces = ThreadWorkspaces(lambda: self._settings().workspace_root)
 
     async def __call__(self, request: TurnRequest, token: CancelToken) -> None:
@@ -167,10 +170,10 @@ class TurnRunner:
         ctx = replies.ctx
         assert ctx.thread_id is not None  # noqa: S101 - set by __call__
         workspace = await self._workspaces.get(ctx.thread_id)
-        turn = await self._build_turn(request, channel, workspace)
+        turn = await self._build_turn(request, channel, workspace, token.hush)
         stream = ProgressStream(
             channel,
-            (self._outbox.send_now, self._outbox.withdraw),
+            self._outbox,
             self._limiter,
             ctx.tagged(_placeholder_tag(request)),
             counters=self._counters,
@@ -232,7 +235,7 @@ class TurnRunner:
         return "ok"
 
     async def _build_turn(
-        self, request: TurnRequest, channel: Channel, workspace: ThreadWorkspace
+        self, request: TurnRequest, channel: Channel, workspace: ThreadWorkspace, hush: Hush
     ) -> Turn:
         if request.answered is not None:
             sender = request.items[-1].message.sender if request.items else _system_sender()
@@ -240,8 +243,8 @@ class TurnRunner:
                 text=request.answer or "",
                 sender=sender,
                 resume_answer=request.answer or "",
-                scheduler=self._ports.scheduler_for(request),
-                handoff=self._ports.handoff_for(request),
+                scheduler=self._tools.scheduler_for(request),
+                handoff=self._tools.handoff_for(request, hush),
             )
         messages = [item.message for item in request.items]
         limit = self._settings().agent.max_upload_bytes
@@ -252,8 +255,8 @@ class TurnRunner:
             sender=messages[-1].sender,
             uploads=uploads,
             notes=notes,
-            scheduler=self._ports.scheduler_for(request),
-            handoff=self._ports.handoff_for(request),
+            scheduler=self._tools.scheduler_for(request),
+            handoff=self._tools.handoff_for(request, hush),
             chat_context=render_context(request.context),
         )
 
@@ -289,41 +292,19 @@ class TurnRunner:
 
     async def _cancelled(self, scope: _Scope, token: CancelToken) -> None:
         """Finish a cancelled turn visibly; shielded so the cancellation cannot cut it short."""
-        reason = token.reason or CancelReason.SHUTDOWN
-        if reason is CancelReason.LOST:  # the chat's new holder answers
-            await asyncio.shield(self._end_lost(scope))
-            return
-        if reason in QUIET_REASONS:  # a human took over (design §22)
-            mark = functools.partial(self._mark, scope.request, InboundStatus.HANDLED, str(reason))
-            ending = end_quietly(scope.stream, scope.replies, self._outbox.submit, token, mark)
-            await asyncio.shield(ending)
-            return
-        if reason in (CancelReason.REVISED, CancelReason.WITHDRAWN):  # design §21
-            mark = functools.partial(self._mark, scope.request, InboundStatus.HANDLED)
-            outbox = (self._store, self._outbox.submit)
-            ending = revised.end_turn(scope.stream, scope.replies, outbox, reason, mark)
-            await asyncio.shield(ending)
-            return
-        texts = {
-            CancelReason.STOP: "⏹️ Stopped.",
-            CancelReason.INTERRUPT: "⏭️ Interrupted by your new message.",
-            CancelReason.SHUTDOWN: "🔄 The bot is restarting; this reply will resume shortly.",
-        }
-        text = texts.get(reason, "⏹️ Stopped.")
-        if scope.stream.text.strip() and reason is not CancelReason.SHUTDOWN:
-            text = f"{scope.stream.text.strip()}\n\n{text}"
-
-        async def finish() -> None:
-            placeholder = await scope.stream.close()
-            replies = scope.replies.tagged(str(reason))
-            await replies.text(text, placeholder_id=placeholder, max_messages=1)
-            if reason is not CancelReason.SHUTDOWN:
-                await self._mark(scope.request, InboundStatus.HANDLED, str(reason))
-
-        await asyncio.shield(finish())
+        await asyncio.shield(end_turn(self._ending(scope), token))
 
     async def _end_lost(self, scope: _Scope) -> None:
-        await lost_turns.end_turn(scope.stream, scope.replies, self._store, self._outbox.submit)
+        await end_turn(self._ending(scope), CancelToken(CancelReason.LOST))
+
+    def _ending(self, scope: _Scope) -> EndingTurn:
+        return EndingTurn(
+            stream=scope.stream,
+            replies=scope.replies,
+            store=self._store,
+            record=self._outbox.submit,
+            handled=functools.partial(self._mark, scope.request, InboundStatus.HANDLED),
+        )
 
     async def _react(self, replies: ReplyWriter, reaction: Reaction) -> None:
         if self._hub.get(replies.ctx.key.channel) is not None:  # not stopped meanwhile
@@ -346,11 +327,11 @@ class TurnRunner:
         run began (``TurnMark``). Each message keeps its own count of crashes: a fresh one
         merged with a recovered one has none. Issued together, the updates go to the store as
         one statement (SQLite batches them into one ``executemany``)."""
+        journal = Journal(self._store.inbound)
         await asyncio.gather(
             *(
-                self._store.inbound.update(
+                journal.running(
                     item.entry_id,
-                    InboundStatus.RUNNING,
                     key=request.key,
                     thread_id=thread,
                     reason=TurnMark(
@@ -372,8 +353,8 @@ class TurnRunner:
         thread_id: str | None = None,
     ) -> None:
         for item in request.items:
-            await self._store.inbound.update(
-                item.entry_id, status, reason=reason, key=request.key, thread_id=thread_id
+            await Journal(self._store.inbound).finish(
+                item.entry_id, status, reason, key=request.key, thread_id=thread_id
             )
 
 

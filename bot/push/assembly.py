@@ -18,7 +18,7 @@ from bot.pipeline.bus import InboundBus
 from bot.pipeline.intake import Intake
 from bot.pipeline.sessions import ChatAddress, Sessions, pushed_key
 from bot.ports import ChannelCapabilities, Store
-from bot.push.pusher import PushDeps, Pusher
+from bot.push.pusher import PushDeps, Pusher, PushIntake
 from bot.registry import capabilities_of
 
 
@@ -45,8 +45,7 @@ def daemon_pusher(  # noqa: PLR0913 - the kernel parts a push goes through
             caps_of=hub.capabilities_of,
             key_for=sessions.pushed_key,
             record=None if store.leases.shared else outbox.submit,
-            publish=intake.pushed,
-            bus=bus,
+            intake=PushIntake(publish=intake.pushed, bus=bus),
             repoll=outbox.repoll,
             channel_note=note,
         )

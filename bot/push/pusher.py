@@ -44,6 +44,7 @@ from bot.messages import (
     Sender,
 )
 from bot.pipeline.bus import Accepted, InboundBus
+from bot.pipeline.journal import Journal
 from bot.pipeline.sessions import ChatAddress
 from bot.ports import Admission, ChannelCapabilities, Store
 from bot.ports.chats import chats_of
@@ -64,7 +65,7 @@ from bot.ports.push import (
     kind_of,
 )
 from bot.push.status import delivery_report
-from bot.records import InboundStatus, OutboxItem
+from bot.records import OutboxItem
 
 logger = logging.getLogger(__name__)
 
@@ -84,10 +85,18 @@ KeyFor = Callable[[ChatAddress], ConversationKey]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PushIntake:
+    """A daemon's way in for prompts: ``Intake.pushed``, and the bus ``pick_up`` feeds."""
+
+    publish: PublishPushed
+    bus: InboundBus
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PushDeps:
     """``record``: ``Outbox.submit`` where this process sends at once (a daemon alone on its
-    store), else ``None``: rows are only recorded. ``publish``: ``Intake.pushed`` in a daemon,
-    else ``None`` (the CLI journals only). ``bus``: for ``pick_up``."""
+    store), else ``None``: rows are only recorded. ``intake``: a daemon's, else ``None`` (the
+    CLI journals only)."""
 
     settings: Callable[[], Settings]
     store: Store
@@ -95,8 +104,7 @@ class PushDeps:
     """The capabilities of an enabled channel; ``None``: no such channel here."""
     key_for: KeyFor
     record: Record | None = None
-    publish: PublishPushed | None = None
-    bus: InboundBus | None = None
+    intake: PushIntake | None = None
     repoll: Callable[[], None] | None = None
     """``Outbox.repoll``: look at the store for rows another process recorded."""
     channel_note: Callable[[str], str | None] = lambda _name: None
@@ -318,9 +326,9 @@ class Pusher:
             if entry.correlation_id == target.delivery_id:
                 _same_or_conflict([entry.message.text], [run.prompt])
                 return True
-        if self._deps.publish is None:
+        if self._deps.intake is None:
             return await self._journal_only(message, target.delivery_id)
-        admission = await self._deps.publish(message, target.delivery_id)
+        admission = await self._deps.intake.publish(message, target.delivery_id)
         if admission is Admission.DUPLICATE:
             return True
         if admission is not Admission.ACCEPTED:
@@ -336,9 +344,7 @@ class Pusher:
         if entry_id is None:
             return True
         if not self._store.leases.shared:
-            await self._store.inbound.update(
-                entry_id, InboundStatus.ACCEPTED, reason=AWAITING_PICKUP
-            )
+            await Journal(self._store.inbound).accepted(entry_id, AWAITING_PICKUP)
         await self._wake(delivery_id)
         return False
 
@@ -347,9 +353,9 @@ class Pusher:
         recorded (``repoll``: within a second, not at the next outbox poll) and put prompts it
         recorded on the bus (on a shared store the ``ownership`` sweep takes those). It starts
         once the daemon is ready, after crash recovery took what was left before."""
-        bus = self._deps.bus
-        if bus is None:
+        if self._deps.intake is None:
             return
+        bus = self._deps.intake.bus
         await ready.wait()
         latest = await self._store.settings.get(LATEST_PUSH)
         while True:
@@ -360,7 +366,7 @@ class Pusher:
             for entry in await self._store.inbound.unfinished():
                 if entry.reason != AWAITING_PICKUP:
                     continue
-                await self._store.inbound.update(entry.id, entry.status, reason=PICKED_UP)
+                await Journal(self._store.inbound).noted(entry, PICKED_UP)
                 bus.put_recovered(
                     Accepted(
                         entry_id=entry.id,

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing_extensions import override
 
 from bot.config.settings import Settings
-from bot.pipeline.lanes import CancelReason, TurnRequest
+from bot.pipeline.lanes import CancelReason, Hush, TurnRequest
+from bot.ports import Store
 from bot.ports.mutes import TurnHandoff
 from bot.ports.push import Push, PushRefused, PushRequest, PushTarget, PushText
-from bot.takeover.mutes import MutesOff
-from bot.takeover.takeover import Takeover
+from bot.takeover.mutes import MuteBook, MutesOff
+from bot.takeover.takeover import end_turn
 
 logger = logging.getLogger(__name__)
 
@@ -31,14 +32,17 @@ ANNOUNCEMENT = "🙋 Handoff requested in {where} (asked by {who}): {reason}"
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HandoffDeps:
     settings: Callable[[], Settings]
-    takeover: Takeover
+    book: MuteBook
     push: Push
+    store: Store
+    """Where the messages queued behind the ended turn are recorded as handled."""
 
 
 class ConversationHandoff(TurnHandoff):
-    def __init__(self, deps: HandoffDeps, request: TurnRequest) -> None:
+    def __init__(self, deps: HandoffDeps, request: TurnRequest, hush: Hush) -> None:
         self._deps = deps
         self._request = request
+        self._hush = hush
         self._done = False
 
     @override
@@ -55,7 +59,7 @@ class ConversationHandoff(TurnHandoff):
         actor = f"agent:{last.user_ref}" if last is not None else f"agent:{key.channel}"
         config = self._deps.settings().access
         try:
-            await self._deps.takeover.book.mute(
+            await self._deps.book.mute(
                 key, length=config.handoff_mute, reason=f"handoff: {reason}", actor=actor
             )
         except MutesOff:
@@ -66,7 +70,7 @@ class ConversationHandoff(TurnHandoff):
         # cancellation lands at the next suspension, made here, so nothing of the turn (no
         # further model call, no answer) runs after the tool.
         note = NOTE.format(reason=reason)
-        if await self._deps.takeover.quiet(key, CancelReason.HANDOFF, note):
+        if await end_turn(self._hush, self._deps.store, key, CancelReason.HANDOFF, note):
             await asyncio.sleep(0)
         return f"Handed off; the conversation is muted. {told}"
 
@@ -106,17 +110,16 @@ class ConversationHandoff(TurnHandoff):
         return "The on-call people were notified."
 
 
-class LateHandoffs:
-    """``TurnDeps.handoff_for`` made before the lanes exist (they need the turn runner, the
-    handoff needs them): no handoff until ``deps`` is set, right after."""
+class Handoffs:
+    """``TurnTools.handoff_for``: each turn's handoff, bound to its own conversation and ended
+    through its own lane (``CancelToken.hush``)."""
 
-    def __init__(self) -> None:
-        self.deps: HandoffDeps | None = None
+    def __init__(self, deps: HandoffDeps) -> None:
+        self._deps = deps
 
-    def __call__(self, request: TurnRequest) -> TurnHandoff | None:
-        """Each turn's handoff, bound to its own conversation; none for a turn that answers
-        no chat message (a slow command)."""
-        deps = self.deps
-        if deps is None or request.work is not None or not deps.takeover.book.available:
+    def __call__(self, request: TurnRequest, hush: Hush) -> TurnHandoff | None:
+        """None for a turn that answers no chat message (a slow command), or where the store
+        keeps no mutes."""
+        if request.work is not None or not self._deps.book.available:
             return None
-        return ConversationHandoff(deps, request)
+        return ConversationHandoff(self._deps, request, hush)

@@ -17,15 +17,16 @@ How a turn ended by a yield, a mute or a handoff finishes is the pipeline's
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 
 from bot.config.settings import Settings
 from bot.messages import ChatType, ConversationKey, InboundMessage
 from bot.pipeline.bus import Accepted
-from bot.pipeline.lanes import CancelReason, Lanes, TurnRequest
+from bot.pipeline.journal import Journal
+from bot.pipeline.lanes import CancelReason, Hush, Lanes, TurnRequest
 from bot.ports import Store
-from bot.records import InboundStatus
 from bot.takeover.config import YieldTo
 from bot.takeover.mutes import MuteBook
 
@@ -59,9 +60,7 @@ class Takeover:
         mute = await self._book.silencing(key)
         if mute is None:
             return None
-        await self._store.inbound.update(
-            item.entry_id, InboundStatus.HANDLED, reason=MUTED, key=key
-        )
+        await Journal(self._store.inbound).handled(item.entry_id, MUTED, key=key)
         logger.info("muted key=%s correlation=%s", key.describe(), item.correlation_id)
         return MUTED
 
@@ -70,22 +69,8 @@ class Takeover:
     ) -> bool:
         """End the key's running turn for ``reason`` and drop what waits behind it (recorded
         as handled); whether a turn was running."""
-        running, cleared = self._lanes.hush(key, reason, note)
-        if cleared:
-            # A task of its own, shielded: called from inside the turn it ends (a handoff),
-            # the caller is cancelled at its next await.
-            dropping = asyncio.create_task(
-                self.drop(cleared, key, str(reason)), name=f"takeover:drop:{key.describe()}"
-            )
-            await asyncio.shield(dropping)
-        return running
-
-    async def drop(self, requests: list[TurnRequest], key: ConversationKey, reason: str) -> None:
-        for request in requests:
-            for queued in request.items:
-                await self._store.inbound.update(
-                    queued.entry_id, InboundStatus.HANDLED, reason=reason, key=key
-                )
+        hush = functools.partial(self._lanes.hush, key)
+        return await end_turn(hush, self._store, key, reason, note)
 
     def _yields_to(self, message: InboundMessage, key: ConversationKey) -> bool:
         """A human's reply in the thread of a running turn that does not answer them."""
@@ -106,9 +91,7 @@ class Takeover:
     async def _yield(self, item: Accepted, key: ConversationKey) -> None:
         message = item.message
         await self.quiet(key, CancelReason.YIELD)
-        await self._store.inbound.update(
-            item.entry_id, InboundStatus.HANDLED, reason="yielded to a human", key=key
-        )
+        await Journal(self._store.inbound).handled(item.entry_id, "yielded to a human", key=key)
         who = message.sender.shown_as
         logger.info(
             "yielded key=%s to=%s correlation=%s",
@@ -121,3 +104,27 @@ class Takeover:
             await self._book.mute(
                 key, length=length, reason=f"yielded to {who}", actor=message.user_ref
             )
+
+
+async def end_turn(
+    hush: Hush, store: Store, key: ConversationKey, reason: CancelReason, note: str | None = None
+) -> bool:
+    """End ``key``'s running turn through ``hush`` (its lane's) and record what waited behind
+    it as handled; whether a turn was running."""
+    running, cleared = hush(reason, note)
+    if cleared:
+        # A task of its own, shielded: called from inside the turn it ends (a handoff),
+        # the caller is cancelled at its next await.
+        dropping = asyncio.create_task(
+            drop(store, cleared, key, str(reason)), name=f"takeover:drop:{key.describe()}"
+        )
+        await asyncio.shield(dropping)
+    return running
+
+
+async def drop(
+    store: Store, requests: list[TurnRequest], key: ConversationKey, reason: str
+) -> None:
+    for request in requests:
+        for queued in request.items:
+            await Journal(store.inbound).handled(queued.entry_id, reason, key=key)

@@ -123,7 +123,7 @@ INTAKE_OUTCOMES = frozenset({DropReason.DUPLICATE, DropReason.QUEUE_FULL})
 def inbound_outcomes(kernel: Kernel) -> dict[str, int]:
     """The inbound metric by outcome, over all channels (zero counts left out)."""
     counts: dict[str, int] = {}
-    for metric in kernel.counters.inbound_total.collect():
+    for metric in kernel.delivery.counters.inbound_total.collect():
         for sample in metric.samples:
             if sample.name.endswith("_total") and sample.value:
                 outcome = sample.labels["outcome"]

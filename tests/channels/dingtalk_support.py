@@ -63,8 +63,8 @@ class DingTalkRun:
 
     async def settle(self) -> None:
         """Wait until every accepted message was routed, run and delivered (or given up)."""
-        await self.kernel.lanes.wait_idle()
-        await self.kernel.outbox.wait_idle()
+        await self.kernel.conversations.lanes.wait_idle()
+        await self.kernel.delivery.outbox.wait_idle()
 
 
 def build_channel(settings: Settings, health: HealthLog, **adapter: Any) -> DingTalkChannel:

@@ -77,8 +77,8 @@ class SlackRun:
 
     async def settle(self) -> None:
         """Wait until every accepted message was routed, run and delivered (or given up)."""
-        await self.kernel.lanes.wait_idle()
-        await self.kernel.outbox.wait_idle()
+        await self.kernel.conversations.lanes.wait_idle()
+        await self.kernel.delivery.outbox.wait_idle()
 
 
 @asynccontextmanager

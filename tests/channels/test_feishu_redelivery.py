@@ -45,7 +45,7 @@ async def test_an_event_refused_for_a_full_queue_is_redelivered_and_answered_onc
         agent = FakeAgent()
         settings = feishu_settings(tmp_path, fake, daemon={"inbound_queue_size": 1})
         async with feishu_daemon(settings, fake, agent) as run:
-            bus = run.kernel.bus
+            bus = run.kernel.conversations.bus
             assert bus.reserve()  # the one place in the inbound queue is taken: it is full
             message_id = fake.push_message("refused once", chat_id=DM)
             [first] = fake.event_ids(message_id)

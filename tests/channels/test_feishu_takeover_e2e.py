@@ -180,7 +180,7 @@ async def test_listen_gives_the_last_chatter_and_answers_only_the_mention(
                 "ou_carol: flaky test again",
                 "ou_dave: which one?",
             ]  # the oldest of four is past max_messages: 3
-            assert run.kernel.sessions.heard.held == 0  # given once
+            assert run.kernel.conversations.sessions.heard.held == 0  # given once
             await run.send(**at_bot(fake, "and now?"))
             await agent.wait_runs(2)
             assert agent.runs[1].turn.chat_context == ""

@@ -30,7 +30,7 @@ WARNING = "group_policy listen: "
 
 
 def _heard(kernel: Kernel, channel: str) -> float:
-    value = kernel.counters.registry.get_sample_value(
+    value = kernel.delivery.counters.registry.get_sample_value(
         "switchboard_inbound_messages_total", {"channel": channel, "outcome": "heard"}
     )
     return value or 0.0
@@ -40,7 +40,7 @@ def _routed(kernel: Kernel, channel: str) -> float:
     """Messages (and edits, recalls) of the channel the router has finished with."""
     return sum(
         sample.value
-        for metric in kernel.counters.registry.collect()
+        for metric in kernel.delivery.counters.registry.collect()
         if metric.name == "switchboard_inbound_messages"
         for sample in metric.samples
         if sample.name.endswith("_total") and sample.labels.get("channel") == channel
@@ -85,7 +85,7 @@ async def test_telegram_listen_gives_the_last_messages_and_answers_only_the_ment
                 "Carol: flaky test again",
                 "Dave: which one?",
             ]  # the oldest of four is past max_messages: 3
-            assert run.kernel.sessions.heard.held == 0  # given once
+            assert run.kernel.conversations.sessions.heard.held == 0  # given once
             fake.push_message(
                 "@fake_bot and now?", chat_id=GROUP, chat_type="supergroup",
                 entities=telegram_support.mention("@fake_bot and now?"),
@@ -111,7 +111,7 @@ async def test_telegram_default_policy_neither_keeps_nor_gives_chatter(tmp_path:
             await telegram_support.wait_text(fake, GROUP, "echo: hello")
             await run.settle()
             assert telegram_support.texts(fake, GROUP) == ["echo: hello"]
-            assert run.kernel.sessions.heard.held == 0
+            assert run.kernel.conversations.sessions.heard.held == 0
         (only,) = agent.runs
         assert only.turn.chat_context == ""
 
@@ -168,7 +168,8 @@ async def test_slack_listen_gives_a_thread_its_chatter_as_edited_without_recalle
             await slack_support.wait_text(fake, CHANNEL, "echo: how do we roll back?")
             await run.settle()
             assert slack_support.texts(fake, CHANNEL) == ["echo: how do we roll back?"]
-            assert run.kernel.sessions.heard.held == 1  # "lunch?" waits for the top level
+            # "lunch?" waits for the top level.
+            assert run.kernel.conversations.sessions.heard.held == 1
         (only,) = agent.runs
         lines = only.turn.chat_context.splitlines()
         assert lines[0] == CONTEXT_HEADER

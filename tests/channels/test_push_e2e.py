@@ -57,7 +57,9 @@ async def test_telegram_send_from_the_cli_reaches_a_forum_topic(tmp_path: Path) 
                 "chatter", chat_id=-100777, chat_type="supergroup", is_forum=True,
                 message_thread_id=5,
             )  # fmt: skip
-            await eventually(lambda: run.kernel.bus.depth == 0 and _routed(run), within=10)
+            await eventually(
+                lambda: run.kernel.conversations.bus.depth == 0 and _routed(run), within=10
+            )
             config = _config(tmp_path, fake)
             sent = await asyncio.to_thread(
                 _cli, "send", "-c", config, "--channel", "telegram", "--chat", "-100777",

@@ -92,12 +92,12 @@ async def _prepare(state_dir: Path) -> None:
         channel.fail_next.append(Forbidden("bot was blocked by the user"))
         await channel.inject(dm("hello", message_id="m2", user="bob"))
         await routed(kernel, 2)
-        await kernel.lanes.wait_idle()
-        await kernel.outbox.wait_idle()
+        await kernel.conversations.lanes.wait_idle()
+        await kernel.delivery.outbox.wait_idle()
         for index, user in enumerate(("carol", "dave"), start=3):
             await channel.inject(dm("let me in", message_id=f"m{index}", user=user))
         await routed(kernel, 4)
-        await kernel.outbox.wait_idle()
+        await kernel.delivery.outbox.wait_idle()
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,8 @@ async def test_transient_failure_is_retried(tmp_path: Path) -> None:
     async with running(make_settings(tmp_path), [channel], agent) as daemon:
         await channel.inject(dm("hi", message_id="1"))
         await channel.wait_text("echo: hi", within=10)
-        await daemon.kernel.outbox.wait_idle()  # the send is marked after the platform took it
+        # The send is marked after the platform took it.
+        await daemon.kernel.delivery.outbox.wait_idle()
         rows = await daemon.kernel.store.outbox.listing()
     assert [row.state for row in rows] == [OutboxState.SENT]
     assert rows[0].attempts == 2
@@ -40,7 +41,7 @@ async def test_rate_limit_waits_the_platform_delay(tmp_path: Path) -> None:
     async with running(make_settings(tmp_path), [channel], agent) as daemon:
         await channel.inject(dm("hi", message_id="1"))
         await channel.wait_text("echo: hi", within=10)
-        await daemon.kernel.outbox.wait_idle()
+        await daemon.kernel.delivery.outbox.wait_idle()
         (row,) = await daemon.kernel.store.outbox.listing()
     assert row.last_error is not None
     assert "rate_limited" in row.last_error
@@ -55,7 +56,7 @@ async def test_rate_limits_cost_no_attempt(tmp_path: Path) -> None:
     async with running(settings, [channel], agent) as daemon:
         await channel.inject(dm("hi", message_id="1"))
         await channel.wait_text("echo: hi", within=10)
-        await daemon.kernel.outbox.wait_idle()
+        await daemon.kernel.delivery.outbox.wait_idle()
         (row,) = await daemon.kernel.store.outbox.listing()
         calls = await daemon.kernel.store.outbox.attempts(row.id)
     assert row.state is OutboxState.SENT
@@ -79,8 +80,8 @@ async def test_forbidden_is_not_retried(tmp_path: Path) -> None:
     async with running(make_settings(tmp_path), [channel], agent) as daemon:
         await channel.inject(dm("hi", message_id="1"))
         await routed(daemon.kernel, 1)
-        await daemon.kernel.lanes.wait_idle()
-        await daemon.kernel.outbox.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
+        await daemon.kernel.delivery.outbox.wait_idle()
         (row,) = await daemon.kernel.store.outbox.listing()
     assert row.state is OutboxState.DEAD
     assert row.attempts == 1
@@ -95,7 +96,7 @@ async def test_pending_rows_are_sent_after_a_restart(tmp_path: Path) -> None:
     async with running(settings, [broken], agent) as daemon:
         await broken.inject(dm("hi", message_id="1"))
         await routed(daemon.kernel, 1)
-        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
         (row,) = await daemon.kernel.store.outbox.listing()
         assert row.state is OutboxState.PENDING
     healthy = FakeChannel(caps=PLAIN_CAPS)
@@ -220,7 +221,7 @@ async def test_a_final_whose_placeholder_is_gone_is_sent_as_a_new_message(tmp_pa
         channel.fail_next.append(MessageGone("message to edit not found"))
         agent.feed(FinalAnswer(text="The full answer."))
         final = await channel.wait_text("The full answer.")
-        await daemon.kernel.outbox.wait_idle()
+        await daemon.kernel.delivery.outbox.wait_idle()
         rows = await daemon.kernel.store.outbox.listing()
     assert isinstance(final.delivery, OutboundText)  # not an edit of the vanished message
     assert final.message_id != placeholder.message_id
@@ -240,7 +241,7 @@ async def test_each_send_carries_its_rows_key_as_dedupe_key(tmp_path: Path) -> N
         channel.fail_next.append(MessageGone("message to edit not found"))
         agent.feed(FinalAnswer(text="x" * 30_000))  # long: a summary and the answer as a file
         upload = await channel.wait_for(lambda s: isinstance(s.delivery, OutboundFile))
-        await daemon.kernel.outbox.wait_idle()
+        await daemon.kernel.delivery.outbox.wait_idle()
         rows = await daemon.kernel.store.outbox.listing()
     final = next(s for s in channel.sent if "attached as a Markdown file" in s.text)
     keys = {

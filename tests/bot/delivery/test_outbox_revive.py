@@ -28,8 +28,8 @@ async def test_a_revived_dead_row_is_sent_by_the_process_that_gave_up_on_it(
 
         await eventually(dead)
         assert await store.outbox.revive() == 1
-        daemon.kernel.outbox.repoll()
+        daemon.kernel.delivery.outbox.repoll()
         await channel.wait_text("echo: hi", within=10)
-        await daemon.kernel.outbox.wait_idle()
+        await daemon.kernel.delivery.outbox.wait_idle()
         (row,) = await store.outbox.listing()
     assert row.state is OutboxState.SENT

@@ -20,6 +20,7 @@ from bot.messages import ChatType, Destination, OutboundKind, OutboundText, Sent
 from bot.metrics import Counters
 from bot.records import OutboxItem, OutboxState
 from store.sqlite import SqliteStore
+from tests.bot.delivery.outbox_calls import OutboxCalls
 from tests.fakes.channel import FakeChannel
 from tests.store.support import key
 
@@ -43,7 +44,7 @@ async def test_close_takes_back_a_placeholder_stuck_in_the_outbox() -> None:
         withdrawn.append(item.idempotency_key)
         return None
 
-    stream = ProgressStream(FakeChannel(), (send, withdraw), RateLimiter(), CTX)
+    stream = ProgressStream(FakeChannel(), OutboxCalls(send, withdraw), RateLimiter(), CTX)
     stream.start()
     stream.add_text("thinking about it")
     async with asyncio.timeout(5):
@@ -64,7 +65,7 @@ async def test_close_finishes_a_placeholder_that_was_sent_meanwhile() -> None:
     async def withdraw(item: OutboxItem) -> SentRef | None:
         return SentRef(message_ids=("b7",))  # it went out just before the final
 
-    stream = ProgressStream(FakeChannel(), (send, withdraw), RateLimiter(), CTX)
+    stream = ProgressStream(FakeChannel(), OutboxCalls(send, withdraw), RateLimiter(), CTX)
     stream.start()
     stream.add_text("thinking")
     async with asyncio.timeout(5):
@@ -134,7 +135,7 @@ async def test_a_placeholder_send_that_crashes_is_logged_not_swallowed(
     async def withdraw(item: OutboxItem) -> SentRef | None:
         return None
 
-    stream = ProgressStream(FakeChannel(), (send, withdraw), RateLimiter(), CTX)
+    stream = ProgressStream(FakeChannel(), OutboxCalls(send, withdraw), RateLimiter(), CTX)
     stream.start()
     stream.add_text("thinking")
     async with asyncio.timeout(5):

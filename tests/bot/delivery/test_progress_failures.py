@@ -15,6 +15,7 @@ from bot.messages import ChatType, Destination, SentRef, TextEdit
 from bot.metrics import Counters
 from bot.ports import ChannelCapabilities
 from bot.records import OutboxItem
+from tests.bot.delivery.outbox_calls import OutboxCalls
 from tests.fakes.channel import FakeChannel
 from tests.store.support import key
 
@@ -42,7 +43,9 @@ async def _streaming(channel: FakeChannel, failure: SendError, limiter: RateLimi
         placeholder_sent.set()
         return SentRef(message_ids=("b1",))
 
-    stream = ProgressStream(channel, (send, _withdraw), limiter, CTX, counters=Counters())
+    stream = ProgressStream(
+        channel, OutboxCalls(send, _withdraw), limiter, CTX, counters=Counters()
+    )
     stream.start()
     stream.add_text("one")
     async with asyncio.timeout(5):
@@ -84,8 +87,8 @@ async def test_typing_waits_out_a_429_like_any_progress() -> None:
     held = RateLimiter(lambda: 1000.0)
     held.block(CHAT, 30.0)
     streams = [
-        ProgressStream(blocked, (_withdraw, _withdraw), held, CTX),
-        ProgressStream(free, (_withdraw, _withdraw), RateLimiter(), CTX),
+        ProgressStream(blocked, OutboxCalls(_withdraw, _withdraw), held, CTX),
+        ProgressStream(free, OutboxCalls(_withdraw, _withdraw), RateLimiter(), CTX),
     ]
     for stream in streams:
         stream.start()

@@ -41,8 +41,8 @@ async def test_metrics_count_a_handled_message(tmp_path: Path) -> None:
         await channel.inject(dm("hello", message_id="1"))
         await channel.inject(dm("hello", message_id="1"))
         await channel.wait_text("echo: hello")
-        await daemon.kernel.lanes.wait_idle()
-        await daemon.kernel.outbox.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
+        await daemon.kernel.delivery.outbox.wait_idle()
         status, text = await _get(daemon, "/metrics")
     assert status == 200
     samples = {

@@ -35,7 +35,7 @@ async def test_a_push_arrives_once_and_its_repeat_adds_nothing(tmp_path: Path) -
         assert status == 202
         assert again["delivery_id"] == first["delivery_id"]
         assert again["repeated"] is True
-        await run.kernel.outbox.wait_idle()
+        await run.kernel.delivery.outbox.wait_idle()
 
         async def reported_sent() -> bool:
             _, report = await delivery(run.daemon, first["delivery_id"])
@@ -65,7 +65,7 @@ async def test_a_repeat_after_the_chat_became_known_is_the_same_delivery(tmp_pat
         await channel.inject(dm("hello", message_id="m1", account_id="acct-7"))
         await routed(run.kernel, 1)
         again = await post(run.daemon, TEXT, key="before-hello")
-        await run.kernel.outbox.wait_idle()
+        await run.kernel.delivery.outbox.wait_idle()
     assert status == 202, first
     assert again[0] == 202, again
     assert (again[1]["delivery_id"], again[1]["repeated"]) == (first["delivery_id"], True)
@@ -228,8 +228,8 @@ async def test_run_agent_answers_in_the_conversations_thread(tmp_path: Path) -> 
         status, answer, _ = await post(run.daemon, body, key="daily")
         sent = await channel.wait_text("echo: summarise")
         runs = await agent.wait_runs(2)
-        await run.kernel.lanes.wait_idle()
-        await run.kernel.outbox.wait_idle()
+        await run.kernel.conversations.lanes.wait_idle()
+        await run.kernel.delivery.outbox.wait_idle()
         again = await post(run.daemon, body, key="daily")
         _, report = await delivery(run.daemon, answer["delivery_id"])
     assert status == 202

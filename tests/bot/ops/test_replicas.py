@@ -188,7 +188,7 @@ async def test_workspaces_live_under_workspace_dir(tmp_path: Path) -> None:
     async with running(settings, [channel], FakeAgent()) as daemon:
         await channel.inject(dm("hello", message_id="1"))
         await channel.wait_text("echo: hello")
-        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
     assert [p.name for p in (workspaces / "threads").iterdir()]
     assert not (state_dir / "threads").exists()
     default = make_settings(tmp_path / "plain")
@@ -233,11 +233,11 @@ async def test_replicas_on_one_store_share_the_bot_wide_send_budget(tmp_path: Pa
         first = make_settings(tmp_path / "a", store=store, daemon={"replica_id": "a", **daemon})
         second = make_settings(tmp_path / "b", store=store, daemon={"replica_id": "b", **daemon})
         async with running(first, [FakeChannel()], FakeAgent()) as a:
-            assert a.kernel.limiter.share == 1.0  # alone
+            assert a.kernel.delivery.limiter.share == 1.0  # alone
             async with running(second, [FakeChannel()], FakeAgent()) as b:
-                assert b.kernel.limiter.share == 0.5
+                assert b.kernel.delivery.limiter.share == 0.5
 
                 async def halved() -> bool:
-                    return a.kernel.limiter.share == 0.5
+                    return a.kernel.delivery.limiter.share == 0.5
 
                 await eventually(halved, within=10.0)

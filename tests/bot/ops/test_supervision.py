@@ -14,7 +14,7 @@ from bot.errors import AuthFailed, ChannelError
 from bot.hub import ChannelHub, ChannelState
 from bot.messages import InboundMessage
 from bot.ops.channel_calls import Deadlines
-from bot.ops.supervision import Fleet, SupervisionPolicy
+from bot.ops.supervision import ChannelSupervision, SupervisionPolicy
 from bot.ports import Admission
 from store.sqlite import SqliteStore
 from tests.fakes.channel import DEFAULT_CAPS, FakeChannel
@@ -23,7 +23,7 @@ FAST = SupervisionPolicy(
     backoff=Backoff(base_s=0.001, cap_s=0.01),
     parked_retry_s=3600,
     stale_check_s=0.01,
-    fleet_pause_s=0.01,
+    breaker_pause_s=0.01,
 )
 
 
@@ -73,95 +73,99 @@ def _deadlines(_channel: str) -> Deadlines:
     return QUICK
 
 
-async def _parked(fleet: Fleet) -> None:
+async def _parked(supervision: ChannelSupervision) -> None:
     async with asyncio.timeout(5):
-        await fleet.supervisors["fake"].parked.wait()
+        await supervision.supervisors["fake"].parked.wait()
 
 
-async def _run(hub: ChannelHub, channel: FakeChannel, policy: SupervisionPolicy) -> Fleet:
+async def _run(
+    hub: ChannelHub, channel: FakeChannel, policy: SupervisionPolicy
+) -> ChannelSupervision:
     hub.add(channel)
-    fleet = Fleet(hub, _AcceptAll(), policy, install=hub.replace, deadlines=_deadlines)
-    fleet.supervise(channel.name, lambda: channel)
-    return fleet
+    supervision = ChannelSupervision(
+        hub, _AcceptAll(), policy, install=hub.replace, deadlines=_deadlines
+    )
+    supervision.supervise(channel.name, lambda: channel)
+    return supervision
 
 
 async def test_start_failures_back_off_until_the_channel_runs(hub: ChannelHub) -> None:
     channel = FakeChannel()
     channel.start_failures.extend([ChannelError("refused"), ChannelError("refused")])
     log = StateLog(hub)
-    fleet = await _run(hub, channel, FAST)
-    await fleet.wait_settled()
+    supervision = await _run(hub, channel, FAST)
+    await supervision.wait_settled()
     assert hub.state("fake") is ChannelState.RUNNING
     assert log.states == [ChannelState.RECONNECTING, ChannelState.RUNNING]
     assert not channel.start_failures
-    await fleet.stop()
+    await supervision.stop()
 
 
 async def test_auth_failure_parks_and_reload_reprobes_at_once(hub: ChannelHub) -> None:
     channel = FakeChannel()
     channel.start_failures.append(AuthFailed("401 Unauthorized"))
     log = StateLog(hub)
-    fleet = await _run(hub, channel, FAST)
-    await fleet.wait_settled()
+    supervision = await _run(hub, channel, FAST)
+    await supervision.wait_settled()
     assert hub.state("fake") is ChannelState.PARKED
     assert "auth_failed" in hub.reason("fake")
-    await _parked(fleet)
-    fleet.wake_all()
+    await _parked(supervision)
+    supervision.wake_all()
     await log.wait_for(ChannelState.RUNNING)
-    await fleet.stop()
+    await supervision.stop()
 
 
 async def test_credentials_lost_while_running_park_the_channel(hub: ChannelHub) -> None:
     channel = FakeChannel()
     log = StateLog(hub)
-    fleet = await _run(hub, channel, FAST)
-    await fleet.wait_settled()
+    supervision = await _run(hub, channel, FAST)
+    await supervision.wait_settled()
     hub.reporter("fake").auth_failed("token revoked")
     await log.wait_for(ChannelState.PARKED)
-    await _parked(fleet)
+    await _parked(supervision)
     assert channel.closed
-    fleet.wake_all()
+    supervision.wake_all()
     await log.wait_for(ChannelState.RUNNING, count=2)
-    await fleet.stop()
+    await supervision.stop()
 
 
 async def test_a_silent_channel_is_reconnected(hub: ChannelHub) -> None:
     channel = FakeChannel(caps=replace(DEFAULT_CAPS, stale_after_s=0.02))
     log = StateLog(hub)
     policy = replace(FAST, restart_budget=100)
-    fleet = await _run(hub, channel, policy)
+    supervision = await _run(hub, channel, policy)
     await log.wait_for(ChannelState.RUNNING, count=2)
     assert ChannelState.RECONNECTING in log.states
     assert channel.closed
-    await fleet.stop()
+    await supervision.stop()
 
 
 async def test_restart_budget_parks_a_flapping_channel(hub: ChannelHub) -> None:
     channel = FakeChannel(caps=replace(DEFAULT_CAPS, stale_after_s=0.001))
     log = StateLog(hub)
-    fleet = await _run(hub, channel, replace(FAST, restart_budget=2))
+    supervision = await _run(hub, channel, replace(FAST, restart_budget=2))
     await log.wait_for(ChannelState.PARKED)
     assert "restart budget exhausted" in hub.reason("fake")
-    await fleet.stop()
+    await supervision.stop()
 
 
 async def test_a_start_that_hangs_fails_at_its_deadline_and_is_retried(hub: ChannelHub) -> None:
     channel = FakeChannel(start_hangs=1)
     log = StateLog(hub)
-    fleet = await _run(hub, channel, FAST)
+    supervision = await _run(hub, channel, FAST)
     await log.wait_for(ChannelState.RUNNING)
     assert log.states[0] is ChannelState.RECONNECTING
     assert channel.started.is_set()
-    await fleet.stop()
+    await supervision.stop()
 
 
 async def test_a_close_that_hangs_is_abandoned_at_its_deadline(hub: ChannelHub) -> None:
     channel = FakeChannel(close_hangs=True)
     log = StateLog(hub)
-    fleet = await _run(hub, channel, FAST)
+    supervision = await _run(hub, channel, FAST)
     await log.wait_for(ChannelState.RUNNING)
     async with asyncio.timeout(5):
-        await fleet.unsupervise("fake")
+        await supervision.unsupervise("fake")
     assert hub.state("fake") is ChannelState.STOPPED
     assert not channel.closed
 
@@ -171,10 +175,10 @@ async def test_a_connection_that_died_inside_the_sdk_restarts_the_channel(
 ) -> None:
     channel = FakeChannel()
     log = StateLog(hub)
-    fleet = await _run(hub, channel, replace(FAST, stale_check_s=60))
+    supervision = await _run(hub, channel, replace(FAST, stale_check_s=60))
     await log.wait_for(ChannelState.RUNNING)
     hub.reporter("fake").failed("gave up reconnecting")
     await log.wait_for(ChannelState.RUNNING, count=2)
     assert channel.closed
     assert log.states[-2:] == [ChannelState.RECONNECTING, ChannelState.RUNNING]
-    await fleet.stop()
+    await supervision.stop()

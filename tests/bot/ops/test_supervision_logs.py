@@ -18,7 +18,7 @@ from bot.errors import ChannelError
 from bot.hub import ChannelHub, ChannelState
 from bot.ops.channel_calls import Deadlines
 from bot.ops.http import RouteTable
-from bot.ops.supervision import Fleet
+from bot.ops.supervision import ChannelSupervision
 from bot.ports import ChannelContext
 from channels.telegram import TelegramChannel
 from store.sqlite import SqliteStore
@@ -65,9 +65,9 @@ async def test_an_outage_logs_one_traceback_a_line_per_retry_and_the_recovery(
     channel = FakeChannel()
     channel.start_failures.extend(ChannelError(f"refused\n\x1b[2J #{n}") for n in range(3))
     log = StateLog(hub)
-    fleet = await _run(hub, channel, FAST)
+    supervision = await _run(hub, channel, FAST)
     await log.wait_for(ChannelState.RUNNING)
-    await fleet.stop()
+    await supervision.stop()
     records = _records(caplog)
     assert [record.levelno for record in records] == [
         logging.ERROR, logging.WARNING, logging.WARNING, logging.INFO,
@@ -97,20 +97,20 @@ async def test_an_unreachable_telegram_logs_its_traceback_once(
     hub.add(channel)
     lines = RetryLines(4)
     logging.getLogger(SUPERVISION).addHandler(lines)
-    fleet = Fleet(
+    supervision = ChannelSupervision(
         hub,
         _AcceptAll(),
         FAST,
         install=hub.replace,
         deadlines=lambda _: Deadlines(start_s=5.0, close_s=5.0),
     )
-    fleet.supervise(channel.name, lambda: TelegramChannel(settings, context))
+    supervision.supervise(channel.name, lambda: TelegramChannel(settings, context))
     try:
         async with asyncio.timeout(20):
             await lines.enough.wait()
     finally:
         logging.getLogger(SUPERVISION).removeHandler(lines)
-        await fleet.stop()
+        await supervision.stop()
         await channel.aclose()
     records = _records(caplog)
     assert len(records) >= 4

@@ -24,7 +24,7 @@ class Side:
 
     @property
     def replica_id(self) -> str:
-        return self.run.kernel.ownership.replica_id
+        return self.run.kernel.fleet.ownership.replica_id
 
     async def held(self) -> int:
         return await self.run.kernel.store.leases.held(self.replica_id)

@@ -124,7 +124,7 @@ async def test_expired_question_is_marked_and_next_message_is_normal(tmp_path: P
     async with running(settings, [channel], agent) as daemon:
         await channel.inject(dm("ask: Quick? | a | b", message_id="1"))
         await channel.wait_text("Quick?")
-        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
         store = daemon.kernel.store.clarifications
         [question] = await store.pending_for_user(
             "fake", "", "dm-alice", "alice", utc_now() - timedelta(days=1)

@@ -38,7 +38,7 @@ async def test_stops_while_the_rerun_waits_for_the_agents_load_do_not_count(
     agent.loaded.set()
     async with running(settings, [channel], agent) as daemon:
         await channel.wait_text("echo: interrupted question", within=10)
-        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
         (entry,) = await daemon.kernel.store.inbound.find("fake", "1")
     assert not any(APOLOGY in text for text in channel.texts())
     assert entry.status is InboundStatus.HANDLED

@@ -29,7 +29,7 @@ async def two(tmp_path: Path, schema: tuple[str, str]) -> AsyncIterator[tuple[Si
 
 
 def fenced(side: Side, what: str) -> float:
-    value = side.run.kernel.counters.registry.get_sample_value(
+    value = side.run.kernel.delivery.counters.registry.get_sample_value(
         "switchboard_fenced_total", {"what": what}
     )
     return value or 0.0
@@ -67,7 +67,7 @@ async def test_a_stalled_replica_answers_nothing_for_the_chat_taken_from_it(
         shown_by_a = len(a.channel.sent)
         release_a.set()  # a's run ends after the takeover: its answer must not go out
         await eventually(lambda: fenced(a, "commit") == 1)
-        await a.run.kernel.lanes.wait_idle()
+        await a.run.kernel.conversations.lanes.wait_idle()
         release_b.set()
         await b.channel.wait_text("echo: slow first")
         stalled.set()
@@ -92,7 +92,7 @@ async def test_a_replica_learns_of_the_loss_after_its_first_beat_and_drops_its_q
         shown_by_a = len(a.channel.sent)
         stalled.set()  # a beats, then compares its tokens with the store's
         await eventually(lambda: fenced(a, "verify") == 1)
-        await a.run.kernel.lanes.wait_idle()
+        await a.run.kernel.conversations.lanes.wait_idle()
     assert a.channel.sent[shown_by_a:] == []
     assert len(a.agent.runs) == 1
 
@@ -123,7 +123,7 @@ async def test_a_placeholder_the_holder_never_learnt_of_is_removed_by_the_holder
             ),
             within=10,
         )
-        await a.run.kernel.lanes.wait_idle()
+        await a.run.kernel.conversations.lanes.wait_idle()
     assert removal.text == INTERRUPTED_PLACEHOLDER
     assert a.channel.texts() == [placeholder.text]  # and a itself sent nothing more
 
@@ -143,7 +143,7 @@ async def test_a_placeholder_the_holder_finished_is_not_taken_back_again(
         await b.channel.wait_text("echo: slow first")
         stalled.set()
         await eventually(lambda: learnt_the_loss(a))
-        await a.run.kernel.lanes.wait_idle()
+        await a.run.kernel.conversations.lanes.wait_idle()
         rows = await b.run.kernel.store.outbox.listing(OutboxState.PENDING)
     edits = [
         s.text

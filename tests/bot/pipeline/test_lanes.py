@@ -95,7 +95,7 @@ async def test_global_bound_limits_concurrent_runs(tmp_path: Path) -> None:
         await channel.inject(dm("hi from bob", message_id="2", user="bob"))
         await routed(daemon.kernel, 2)
         assert len(agent.runs) == 1
-        assert daemon.kernel.lanes.active_runs == 1
+        assert daemon.kernel.conversations.lanes.active_runs == 1
         release.set()
         await channel.wait_text("echo: hi from bob")
 
@@ -110,7 +110,7 @@ async def test_stop_cancels_the_running_turn_and_clears_the_queue(tmp_path: Path
         await channel.inject(dm("/stop", message_id="3"))
         await channel.wait_text("Stopped the running reply. Dropped 1 queued message.")
         await channel.wait_text("⏹️ Stopped.")
-        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
         (queued,) = await daemon.kernel.store.inbound.find("fake", "2")
     assert queued.reason == "stopped"
     assert len(agent.runs) == 1

@@ -28,7 +28,7 @@ async def test_a_chat_taken_over_right_after_its_mute_stays_muted(
         await b.channel.inject(dm("are you there?", message_id="b2"))
         await routed(b.run.kernel, 2, within=WITHIN_S)
         (entry,) = await b.run.kernel.store.inbound.find("fake", "b2")
-        await b.run.kernel.outbox.wait_idle()
+        await b.run.kernel.delivery.outbox.wait_idle()
     assert (str(entry.status), entry.reason) == ("handled", "muted")
     assert [run.turn.text for run in b.agent.runs] == ["hello"]
     assert "echo: are you there?" not in b.channel.texts()

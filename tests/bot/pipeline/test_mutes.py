@@ -95,7 +95,7 @@ async def test_a_human_reply_in_the_thread_makes_the_running_turn_yield(tmp_path
         left = await channel.wait_for(
             lambda s: isinstance(s.delivery, TextEdit) and "teammate" in s.text
         )
-        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
         release.set()
         await channel.inject(group("thanks sam", message_id="3", thread_root_id="1"))
         await routed(daemon.kernel, 3)
@@ -153,7 +153,7 @@ async def test_a_handoff_mutes_notes_and_tells_the_on_call_chat(tmp_path: Path) 
         await channel.inject(dm("handoff: wants a refund", message_id="1"))
         await channel.wait_text("A human will take it from here: wants a refund")
         told = await channel.wait_text("Handoff requested in fake dm-alice")
-        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
         await channel.inject(dm("hello?", message_id="2"))
         await routed(daemon.kernel, 2)
         statuses = [await _status(channel, daemon.kernel.store, m) for m in ("1", "2")]
@@ -189,7 +189,7 @@ async def test_mute_ends_a_running_reply_and_a_top_level_mute_covers_the_chat(
         await channel.inject(group("in a thread", message_id="11", thread_root_id="7"))
         await channel.inject(group("/unmute", message_id="12", thread_root_id="7"))
         still = await channel.wait_text("Still muted: the whole chat is muted until /unmute")
-        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
         statuses = [await _status(channel, daemon.kernel.store, m) for m in ("1", "11")]
     assert isinstance(ended.delivery, TextEdit)  # the placeholder, not a new message
     assert "by fake:alice (/mute)" in still.text

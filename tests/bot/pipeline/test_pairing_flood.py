@@ -28,7 +28,7 @@ async def wait_codes(channel: FakeChannel, count: int) -> None:
 
 
 def evictions(kernel: Kernel) -> float:
-    value = kernel.counters.registry.get_sample_value(
+    value = kernel.delivery.counters.registry.get_sample_value(
         "switchboard_pairing_evictions_total", {"channel": "fake"}
     )
     return value or 0.0

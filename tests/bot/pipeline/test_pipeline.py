@@ -63,7 +63,7 @@ async def test_two_simultaneous_first_messages_share_one_thread(tmp_path: Path) 
         )
         assert list(results) == [Admission.ACCEPTED, Admission.ACCEPTED]
         await channel.wait_text("two")
-        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
     assert agent.threads_created == 1
     assert {run.thread_id for run in agent.runs} == {"t1"}
 
@@ -85,7 +85,7 @@ async def test_reply_to_bot_message_continues_its_thread(tmp_path: Path) -> None
     async with running(settings, [channel], agent) as daemon:
         await channel.inject(group("start", message_id="100", mentions_bot=True))
         answer = await channel.wait_text("echo: start")
-        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
         bot_message = answer.message_id or channel.sent[0].message_id
         assert bot_message is not None
         # No mention: a plain reply to the bot's message is addressed and continues the thread.

@@ -62,8 +62,8 @@ async def test_pushes_recorded_while_the_daemon_is_down_go_out_once_at_its_start
     async with running(settings, [channel], agent) as run:
         await channel.wait_text("nightly report")
         await channel.wait_text("echo: status please")
-        await run.kernel.lanes.wait_idle()
-        await run.kernel.outbox.wait_idle()
+        await run.kernel.conversations.lanes.wait_idle()
+        await run.kernel.delivery.outbox.wait_idle()
         reports = [await delivery_report(run.kernel.store, i) for i in ids]
     assert channel.texts().count("nightly report") == 1
     assert len(agent.runs) == 1
@@ -85,7 +85,7 @@ async def test_a_prompt_recorded_beside_the_running_daemon_is_picked_up(tmp_path
             await cli.aclose()
         await channel.wait_text("echo: ping")
         runs = await agent.wait_runs(2)
-        await run.kernel.lanes.wait_idle()
+        await run.kernel.conversations.lanes.wait_idle()
     assert receipt.status is DeliveryState.QUEUED
     assert runs[1].thread_id == runs[0].thread_id
     assert len(agent.runs) == 2

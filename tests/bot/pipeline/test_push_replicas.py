@@ -27,7 +27,7 @@ async def _held_by(side: Side) -> None:
 
 
 def _delivered(side: Side, kind: str) -> float:
-    value = side.run.kernel.counters.registry.get_sample_value(
+    value = side.run.kernel.delivery.counters.registry.get_sample_value(
         "switchboard_push_deliveries_total", {"kind": kind, "outcome": "sent"}
     )
     return value or 0.0
@@ -46,7 +46,7 @@ async def test_a_push_through_the_other_replica_is_sent_once_by_the_holder_at_on
         assert status == 202, first
         await a.channel.wait_text("deploy **done**", within=WITHIN_S)
         status, again, _ = await post(a.run.daemon, body, key="deploy-7")
-        await a.run.kernel.outbox.wait_idle()
+        await a.run.kernel.delivery.outbox.wait_idle()
         rows = await a.run.kernel.store.outbox.for_correlation(first["delivery_id"])
     assert status == 202
     assert again["repeated"] is True
@@ -71,8 +71,8 @@ async def test_a_prompt_through_the_other_replica_is_run_and_answered_by_the_hol
         assert status == 202, answer
         await a.channel.wait_text("echo: summarise the night", within=WITHIN_S)
         again = await post(b.run.daemon, body, key="nightly")
-        await a.run.kernel.lanes.wait_idle()
-        await a.run.kernel.outbox.wait_idle()
+        await a.run.kernel.conversations.lanes.wait_idle()
+        await a.run.kernel.delivery.outbox.wait_idle()
     assert again[1]["repeated"] is True
     assert [run.turn.text for run in a.agent.runs] == ["hello", "summarise the night"]
     assert b.agent.runs == []
@@ -96,8 +96,8 @@ async def test_a_push_to_a_chat_nobody_holds_is_sent_once_by_one_replica(
             return a.channel.texts() + b.channel.texts()
 
         await eventually(lambda: shown() == ["welcome"], within=WITHIN_S)
-        await a.run.kernel.outbox.wait_idle()
-        await b.run.kernel.outbox.wait_idle()
+        await a.run.kernel.delivery.outbox.wait_idle()
+        await b.run.kernel.delivery.outbox.wait_idle()
     assert shown() == ["welcome"]
 
 
@@ -111,6 +111,6 @@ async def test_a_push_to_a_chat_whose_holder_stopped_is_sent_by_the_other(
         status, answer, _ = await post(b.run.daemon, {**ALICE, "text": "still there?"})
         assert status == 202, answer
         await b.channel.wait_text("still there?", within=WITHIN_S)
-        await b.run.kernel.outbox.wait_idle()
+        await b.run.kernel.delivery.outbox.wait_idle()
     assert b.channel.texts() == ["still there?"]
     assert a.channel.texts() == ["echo: hello"]

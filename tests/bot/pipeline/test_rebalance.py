@@ -57,7 +57,8 @@ async def test_a_replica_that_joins_gets_its_share_of_idle_chats_and_busy_ones_w
         async with replica(tmp_path, "b", schema) as b:
             # Fair share: ceil(4 / 2) = 2. Only the quiet chat is idle, so it moves alone.
             await eventually(lambda: _holds(b, 1), within=WITHIN_S, every=0.05)
-            assert await a.run.kernel.ownership.rebalancer.rebalance() == []  # the rest are busy
+            # The rest are busy.
+            assert await a.run.kernel.fleet.ownership.rebalancer.rebalance() == []
             assert await owners(schema) == {
                 "dm-quiet": b.replica_id, "dm-busy1": a.replica_id,
                 "dm-busy2": a.replica_id, "dm-busy3": a.replica_id,
@@ -76,10 +77,10 @@ async def test_a_replica_that_joins_gets_its_share_of_idle_chats_and_busy_ones_w
             releases[3].set()
             await a.channel.wait_text("echo: slow2 please")
             await a.channel.wait_text("echo: slow3 please")
-            await a.run.kernel.lanes.wait_idle()
-            await b.run.kernel.lanes.wait_idle()
+            await a.run.kernel.conversations.lanes.wait_idle()
+            await b.run.kernel.conversations.lanes.wait_idle()
             assert (await a.held(), await b.held()) == (2, 2)  # both at the fair share
-        assert a.run.kernel.ownership.rebalancer.handed_over == 2
+        assert a.run.kernel.fleet.ownership.rebalancer.handed_over == 2
         assert _rebalanced(a) == 2
     for user in ("quiet", "busy1"):
         asked = [run.turn.text for run in b.agent.runs if user in run.turn.text]
@@ -90,7 +91,7 @@ async def test_a_replica_that_joins_gets_its_share_of_idle_chats_and_busy_ones_w
     assert sorted(run.turn.text for run in a.agent.runs) == [
         "hello", "slow1 please", "slow2 please", "slow3 please",
     ]  # fmt: skip
-    assert b.run.kernel.ownership.taken_over == 0  # handed over, not taken from the dead
+    assert b.run.kernel.fleet.ownership.taken_over == 0  # handed over, not taken from the dead
 
 
 async def _holds(side: Side, count: int) -> bool:
@@ -98,7 +99,7 @@ async def _holds(side: Side, count: int) -> bool:
 
 
 def _rebalanced(side: Side) -> int:
-    (metric,) = side.run.kernel.counters.replicas.chats_rebalanced.collect()
+    (metric,) = side.run.kernel.delivery.counters.replicas.chats_rebalanced.collect()
     return int(next(s.value for s in metric.samples if s.name.endswith("_total")))
 
 

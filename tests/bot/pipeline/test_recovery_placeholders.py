@@ -59,8 +59,8 @@ async def test_a_placeholder_the_platform_took_before_the_kill_is_finished_once(
     async with running(settings, [channel], agent) as daemon:
         await channel.wait_text("echo: interrupted question")
         await channel.wait_for(_is_interrupted_edit)
-        await daemon.kernel.lanes.wait_idle()
-        await daemon.kernel.outbox.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
+        await daemon.kernel.delivery.outbox.wait_idle()
         row = await daemon.kernel.store.outbox.get(row_id)
     edits = [s for s in channel.sent if _is_interrupted_edit(s)]
     [resend] = [s for s in channel.sent if s.repeat]
@@ -88,7 +88,7 @@ async def test_a_placeholder_the_platform_never_took_is_posted_before_the_answer
     async with running(settings, [channel], agent) as daemon:
         await channel.wait_text("echo: interrupted question")
         await channel.wait_for(_is_interrupted_edit)
-        await daemon.kernel.outbox.wait_idle()
+        await daemon.kernel.delivery.outbox.wait_idle()
     posted = _index(channel, INTERRUPTED_PLACEHOLDER)
     notice = channel.sent[posted]
     assert isinstance(notice.delivery, OutboundText)
@@ -109,7 +109,7 @@ async def test_without_idempotent_sends_a_pending_placeholder_is_withdrawn(
     channel, agent = FakeChannel(), FakeAgent()
     async with running(settings, [channel], agent) as daemon:
         await channel.wait_text("echo: interrupted question")
-        await daemon.kernel.outbox.wait_idle()
+        await daemon.kernel.delivery.outbox.wait_idle()
         row = await daemon.kernel.store.outbox.get(row_id)
     assert row is not None
     assert (row.state, row.last_error) == (OutboxState.DEAD, WITHDRAWN)
@@ -130,15 +130,15 @@ async def test_a_parked_channel_keeps_the_placeholder_and_its_chat_waiting(
     async with running(settings, [channel], agent) as daemon:
         kernel = daemon.kernel
         await routed(kernel, 1)
-        await kernel.lanes.wait_idle()  # the re-run answered into the outbox
-        await kernel.outbox.wait_idle()  # nothing it may send now
+        await kernel.conversations.lanes.wait_idle()  # the re-run answered into the outbox
+        await kernel.delivery.outbox.wait_idle()  # nothing it may send now
         store = kernel.store.outbox
         waiting = [(r.item.idempotency_key, r.state) for r in await store.for_correlation("corr1")]
         tries = await store.attempts(row_id)
         assert channel.sent == []
         assert daemon.daemon.kernel_tasks.problems() == []
-        assert daemon.daemon.fleet is not None
-        daemon.daemon.fleet.wake_all()  # credentials fixed: the channel starts
+        assert daemon.daemon.supervision is not None
+        daemon.daemon.supervision.wake_all()  # credentials fixed: the channel starts
         await channel.wait_text("echo: interrupted question")
         await channel.wait_for(_is_interrupted_edit)
     assert (PLACEHOLDER_KEY, OutboxState.PENDING) in waiting
@@ -183,14 +183,14 @@ async def test_a_rerun_that_streams_never_answers_before_the_interrupted_edit(
     channel.start_failures.append(AUTH_FAILED)
     async with running(settings, [channel], agent) as daemon:
         agent.feed(TextDelta(text="Streaming while the channel is parked"))
-        assert daemon.daemon.fleet is not None
-        daemon.daemon.fleet.wake_all()
+        assert daemon.daemon.supervision is not None
+        daemon.daemon.supervision.wake_all()
         await channel.wait_for(_is_interrupted_edit)
         agent.feed(TextDelta(text=", and after"))
         agent.feed(FinalAnswer(text="final answer"))
         await channel.wait_text("final answer")
-        await daemon.kernel.lanes.wait_idle()
-        await daemon.kernel.outbox.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
+        await daemon.kernel.delivery.outbox.wait_idle()
     answers = [i for i, s in enumerate(channel.sent) if s.text == "final answer"]
     [interrupted] = [i for i, s in enumerate(channel.sent) if _is_interrupted_edit(s)]
     assert len(answers) == 1

@@ -42,7 +42,7 @@ async def test_stop_through_the_other_replica_stops_the_holders_turn(
         await b.channel.inject(dm("/stop", message_id="3"))
         await a.channel.wait_text("Stopped the running reply. Dropped 1 queued message.")
         await a.channel.wait_text("⏹️ Stopped.")
-        await a.run.kernel.lanes.wait_idle()
+        await a.run.kernel.conversations.lanes.wait_idle()
         (queued,) = await a.run.kernel.store.inbound.find("fake", "2")
     assert queued.reason == "stopped"
     assert len(a.agent.runs) == 1
@@ -94,4 +94,4 @@ async def test_a_replica_that_stops_leaves_its_queued_work_to_the_other(
         # a stopped: its turn was cancelled for resumption and its queue left in the journal.
         await b.channel.wait_text("echo: slow first", within=10)
         await b.channel.wait_text("waiting", within=10)
-        assert b.run.kernel.ownership.taken_over >= 1
+        assert b.run.kernel.fleet.ownership.taken_over >= 1

@@ -53,7 +53,7 @@ MAX_ROUTER_DEPS = 8
 
 async def test_the_daemon_routes_through_the_declared_steps_in_order(tmp_path: Path) -> None:
     async with running(make_settings(tmp_path), [FakeChannel()], FakeAgent()) as daemon:
-        steps = daemon.kernel.router.steps
+        steps = daemon.kernel.conversations.router.steps
     assert [type(step) for step in steps] == ROUTE
 
 

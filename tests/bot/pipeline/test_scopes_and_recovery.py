@@ -58,7 +58,7 @@ async def test_group_scopes(tmp_path: Path, scope: str, expected_threads: list[s
         for index, message in enumerate(messages, 1):
             await channel.inject(message)
             await channel.wait_text(f"echo: {message.text}")
-            await daemon.kernel.lanes.wait_idle()
+            await daemon.kernel.conversations.lanes.wait_idle()
             assert index == len(agent.runs)
     assert [run.thread_id for run in agent.runs] == expected_threads
 
@@ -107,7 +107,7 @@ async def test_unfinished_turn_is_resumed_once_after_a_crash(tmp_path: Path) -> 
     async with running(settings, [channel], agent) as daemon:
         await channel.wait_text("Resuming after a restart")
         await channel.wait_text("echo: interrupted question")
-        await daemon.kernel.lanes.wait_idle()
+        await daemon.kernel.conversations.lanes.wait_idle()
         (entry,) = await daemon.kernel.store.inbound.find("fake", "1")
     assert entry.status is InboundStatus.HANDLED
     assert len(agent.runs) == 1
@@ -229,7 +229,7 @@ async def test_a_fresh_message_merged_into_a_resumed_turn_keeps_its_one_rerun(
         )
         release = agent.hold("new one")
         request = TurnRequest(key=key, destination=destination_for(fresh, key), items=items)
-        daemon.kernel.lanes.submit(request, BusyPolicy.QUEUE)
+        daemon.kernel.conversations.lanes.submit(request, BusyPolicy.QUEUE)
         await agent.wait_runs(1)
         reasons = [(await store.inbound.find("fake", m))[0].reason or "" for m in ("1", "2")]
         release.set()
