@@ -123,8 +123,8 @@ class RevisionKind(StrEnum):
     """What became of a message the chat sent earlier (design §21)."""
 
     EDITED = "edited"
-    WITHDRAWN = "withdrawn"
-    """Recalled or deleted by its author (or a chat admin)."""
+    RECALLED = "withdrawn"
+    """Recalled or deleted by its author (or a chat admin); the value is the journal's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,7 +162,7 @@ class InboundMessage:
     mentions_bot: bool = False
     button: ButtonPress | None = None
     revision: Revision | None = None
-    """Set when this is an edit or a withdrawal of an earlier message, not a message."""
+    """Set when this is an edit or a recall of an earlier message, not a message."""
     received_at: datetime = field(default_factory=utc_now)
     origin: MessageOrigin = MessageOrigin.PLATFORM
     """``OPERATOR``: a pushed prompt (``run_agent``), not a platform message. Access rules,

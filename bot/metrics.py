@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 from enum import StrEnum
+from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from bot.messages import InboundMessage
 
@@ -30,6 +31,11 @@ class DropReason(StrEnum):
     """Not addressed to the bot, and kept as context (``group_policy: listen``)."""
     TOO_LONG = "too_long"
     """Longer than ``conversations.max_inbound_chars``; its sender was told (design §10)."""
+
+
+LATENCY_BUCKETS: Final = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
+"""Seconds, up to ``agent.run_timeout_s``'s default: a p95 over 10 s can be told from one
+over 5 minutes (the library's default buckets stop at 10 s)."""
 
 
 class ReplicaMetrics:
@@ -113,6 +119,8 @@ class Counters:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        """``process_start_time_seconds`` (a restart), CPU, memory and open files."""
         self.inbound_total = Counter(
             "switchboard_inbound_messages",
             "Inbound messages by channel and outcome.",
@@ -127,11 +135,13 @@ class Counters:
             "switchboard_run_duration_seconds",
             "Agent run duration by outcome.",
             ["outcome"],
+            buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
         self.first_reply_seconds = Histogram(
             "switchboard_time_to_first_reply_seconds",
             "Time from receiving a message to the first visible reply.",
+            buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
         self.send_errors = Counter(

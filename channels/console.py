@@ -10,7 +10,8 @@ queued, as in any chat). Piped in (a script, ``-m``), the next line is read only
 previous one was answered — its final, question, command reply or error printed — so a
 script gets every answer in order, as if a person typed and waited. On a terminal the
 agent's Markdown is rendered (``rich``, in a worker thread, up to ``RICH_LIMIT`` characters);
-piped, it is printed as written.
+piped, it is printed as written. A line break is kept as one, as every chat app shows it
+(CommonMark would join the lines of a paragraph: ``/help`` would be one long line).
 """
 
 from __future__ import annotations
@@ -68,6 +69,17 @@ ANSWER_WAIT_MARGIN_S = 60.0
 """A piped line waits for its answer at most the agent's run timeout plus this."""
 
 
+class ChatMarkdown(Markdown):
+    """Markdown laid out by ``rich``, each line break inside a paragraph kept."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__(markup)
+        for token in self.parsed:
+            for child in token.children or ():
+                if child.type == "softbreak":
+                    child.type = "hardbreak"
+
+
 class Unwatched:
     """The health of a channel nobody watches (the console has no connection to lose)."""
 
@@ -113,7 +125,7 @@ class Screen:
         text = escape_lines(text)
         if markdown and self._render is not None:
             self._stdout.write(BOT_PREFIX)
-            self._render.print(Markdown(text))
+            self._render.print(ChatMarkdown(text))
         else:
             self._stdout.write(f"{BOT_PREFIX}{text}\n")
         self._stdout.flush()

@@ -106,6 +106,14 @@ class SqlInboundJournal(InboundJournal):
         return self._entries(rows)
 
     @override
+    async def find_correlation(self, correlation_id: str) -> list[JournalEntry]:
+        """By the index ``inbound_correlation`` (SQLite schema 11, PostgreSQL 9)."""
+        rows = await self._db.rows(
+            f"{_SELECT} WHERE correlation_id = ? ORDER BY id", (correlation_id,)
+        )
+        return self._entries(rows)
+
+    @override
     async def unfinished(self) -> list[JournalEntry]:
         """Accepted or running entries, oldest first: what a restart must resume."""
         rows = await self._db.rows(

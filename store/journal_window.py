@@ -1,5 +1,5 @@
-"""``JournalWindow`` over the inbound journal: its newest entries and their times, for the
-operator console (``bot.ports.activity``, design §23)."""
+"""``JournalWindow`` over the inbound journal and the outbox: the newest entries and their
+times, the outbox rows' times, for the operator console (``bot.ports.activity``, design §23)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,18 @@ from typing import Final
 
 from typing_extensions import override
 
-from bot.ports.activity import JournalPoint, JournalWindow
-from bot.records import InboundStatus, JournalEntry
+from bot.ports.activity import DeliveryPoint, JournalPoint, JournalWindow
+from bot.records import InboundStatus, JournalEntry, OutboxState
 from store.dialect import Backend
 from store.rows import journal_entry
 
 _POINTS: Final = (
-    "SELECT status, reason, recorded_at, updated_at FROM inbound WHERE recorded_at >= ?"
+    "SELECT channel, status, reason, recorded_at, updated_at FROM inbound WHERE recorded_at >= ?"
     " ORDER BY recorded_at DESC LIMIT ?"
+)
+_DELIVERIES: Final = (
+    "SELECT channel, state, created_at, updated_at FROM outbox"
+    " WHERE created_at >= ? OR state = ? ORDER BY id DESC LIMIT ?"
 )
 
 
@@ -48,10 +52,27 @@ class SqlJournalWindow(JournalWindow):
         for row in rows:
             cols = self._db.dialect.columns(row)
             point = JournalPoint(
+                channel=cols.text("channel"),
                 status=InboundStatus(cols.text("status")),
                 reason=cols.opt_text("reason"),
                 recorded_at=cols.at("recorded_at"),
                 updated_at=cols.at("updated_at"),
             )
             found.append(point)
+        return found
+
+    @override
+    async def deliveries(self, since: datetime, limit: int) -> list[DeliveryPoint]:
+        params = (self._db.dialect.time(since), str(OutboxState.PENDING), limit)
+        found: list[DeliveryPoint] = []
+        for row in await self._db.rows(_DELIVERIES, params):
+            cols = self._db.dialect.columns(row)
+            found.append(
+                DeliveryPoint(
+                    channel=cols.text("channel"),
+                    state=OutboxState(cols.text("state")),
+                    created_at=cols.at("created_at"),
+                    updated_at=cols.at("updated_at"),
+                )
+            )
         return found

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from typing_extensions import override
 
-from bot.ports import Hold, LeaseStore
+from bot.ports import LeaseStore, NameLock
 from bot.ports.channel import solely
 from bot.records import Adoption, ChatRef
 
@@ -89,6 +89,6 @@ class SqliteLeaseStore(LeaseStore):
         return
 
     @override
-    def exclusive(self, name: str) -> AbstractAsyncContextManager[Hold]:
+    def exclusive(self, name: str) -> AbstractAsyncContextManager[NameLock]:
         """Held at once: the instance lock already keeps every other daemon out."""
         return solely(name)

@@ -4,15 +4,24 @@ Each module adds its subcommands: ``daemon`` (run, chat, check, init; ``probes``
 ``check --online``), ``operator.parsers`` (status, conversations, trace, users, audit, outbox,
 pairing; handlers in ``operator/``), ``operator.console_url`` (console-url) and ``service``
 (systemd units; their text is ``unit``).
+
+Every parser is a ``CliParser``: an argument a subcommand does not take is reported with that
+subcommand's usage (argparse alone blames the top-level command). A reader that goes away
+(``switchboard outbox list | head``) ends the command quietly with status 141, as a killed
+``SIGPIPE`` writer would.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import cast
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, cast
+
+from typing_extensions import override
 
 from bot.cli.options import CommandFailed, Subcommands
 from bot.text.escape import escape_lines
@@ -25,10 +34,50 @@ COMMAND_MODULES = (
 )
 
 
+DISTRIBUTION = "switchboard"
+EXIT_BROKEN_PIPE = 128 + 13
+"""As a shell reports a writer killed by ``SIGPIPE``."""
+_UNRECOGNIZED = "_unrecognized_args"
+"""Where argparse's subcommand action leaves the arguments its parser did not take."""
+
+
+class _Subcommands(Subcommands):
+    """Arguments the chosen subcommand did not take are its error, printed with its usage."""
+
+    @override
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        super().__call__(parser, namespace, values, option_string)
+        extras = vars(namespace).pop(_UNRECOGNIZED, None)
+        if extras and isinstance(values, list):
+            self.choices[values[0]].error(f"unrecognized arguments: {' '.join(extras)}")
+
+
+class CliParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose subcommands (and theirs) report their own usage."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Subcommands)
+
+
+def _version() -> str:
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = CliParser(
         prog="switchboard", description="Put a LangGraph agent into your team chats."
     )
+    parser.add_argument("--version", action="version", version=f"switchboard {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -43,6 +92,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        try:
+            status = _main(argv)
+        finally:  # --help and usage errors leave by SystemExit: their text is flushed too
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+        return EXIT_BROKEN_PIPE
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     handler = cast(Callable[[argparse.Namespace], int], args.handler)
     try:
@@ -50,6 +111,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandFailed as exc:
         print(escape_lines(f"switchboard: {exc}"), file=sys.stderr)
         return exc.status
+
+
+def _drop_stdout() -> None:
+    """The reader is gone: point stdout at /dev/null so the flush at exit cannot fail again
+    (the recipe in the ``signal`` module's documentation)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):
+        return  # not a real file (a test's buffer): nothing is flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def run_main() -> None:

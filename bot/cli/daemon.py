@@ -16,8 +16,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
+from bot.cli.check_findings import offline_findings
 from bot.cli.init import add_init_command
 from bot.cli.options import CommandFailed, Subcommands, add_config_option, load_config
+from bot.cli.service import program
 from bot.config.settings import Settings
 from bot.errors import ConfigError
 from bot.ops.private_files import restrict_umask
@@ -153,12 +155,18 @@ def _check(path: Path, settings: Settings, *, as_json: bool, online: bool) -> in
         if model.offline
         else f"{model.name} at {redact_url(model.base_url)}",
     }
-    probes = asyncio.run(_online_probes(settings)) if online else []
+    findings = offline_findings(settings, program())
+    probes, online_warnings = asyncio.run(_online_checks(settings)) if online else ([], [])
     probes = [replace(probe, detail=redact_urls(probe.detail)) for probe in probes]
     if probes:
         summary["probes"] = [asdict(result) for result in probes]
-        summary["ok"] = all(result.ok for result in probes)
-    summary["warnings"] = _warnings(settings)
+    summary["errors"] = [str(finding) for finding in findings if finding.error]
+    summary["warnings"] = [
+        *(str(finding) for finding in findings if not finding.error),
+        *_warnings(settings),
+        *online_warnings,
+    ]
+    summary["ok"] = not summary["errors"] and all(result.ok for result in probes)
     if as_json:
         print(json.dumps(summary))
     else:
@@ -175,6 +183,15 @@ def _warnings(settings: Settings) -> list[str]:
     return asyncio.run(listen_check.listen_warnings(settings))
 
 
+async def _online_checks(settings: Settings) -> tuple[list[ProbeResult], list[str]]:
+    """The probes, and what only an answer tells (Telegram's privacy mode)."""
+    from bot.cli.check_online import privacy_warning  # noqa: PLC0415 - keep `check` light
+
+    probes = await _online_probes(settings)
+    privacy = await privacy_warning(settings)
+    return probes, [] if privacy is None else [privacy]
+
+
 async def _online_probes(settings: Settings) -> list[ProbeResult]:
     from bot.cli.probes import run_probes  # noqa: PLC0415 - imports the enabled SDKs
 
@@ -182,11 +199,17 @@ async def _online_probes(settings: Settings) -> list[ProbeResult]:
 
 
 def _print_check(path: Path, summary: dict[str, object], probes: list[ProbeResult]) -> None:
-    print(f"{path}: configuration is valid")
+    errors = cast(list[str], summary["errors"])
+    if errors:
+        print(f"{path}: configuration loads, but the errors below will keep it from working")
+    else:
+        print(f"{path}: configuration is valid")
     for key in ("state_dir", "channels", "agent", "model"):
         value = summary[key]
         shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
         print(f"  {key:<10} {shown or 'none enabled'}")
+    for error in errors:
+        print(f"error: {error}")
     for warning in cast(list[str], summary["warnings"]):
         print(f"warning: {warning}")
     if probes:
@@ -195,3 +218,6 @@ def _print_check(path: Path, summary: dict[str, object], probes: list[ProbeResul
         for result in probes:
             status = "ok  " if result.ok else "FAIL"
             print(f"  {result.target:<{width}}  {status}  {escape_controls(result.detail)}")
+            if not result.ok:
+                where = f"at {result.url}: " if result.url else ""
+                print(f"  {'':<{width}}        {escape_controls(where + result.hint)}")

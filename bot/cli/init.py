@@ -11,7 +11,6 @@ existing config or manifest is kept unless ``--force``.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import dataclass
 from importlib import resources
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from bot.cli.options import CommandFailed, Subcommands
 from bot.exit_codes import EXIT_CONFIG, EXIT_OK
+from bot.ops.private_files import create_private_file
 
 EXAMPLE_CONFIG = "switchboard.example.yaml"
 EXIT_CANNOT_CREATE = 73
@@ -249,15 +249,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def _create_private(path: Path, text: str) -> bool:
-    """Create ``path`` 0600 from the start (never briefly readable); ``False`` if it exists."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        return False
+        return create_private_file(path, text)
     except OSError as exc:
         raise CommandFailed(f"cannot write {path}: {exc.strerror}", EXIT_CANNOT_CREATE) from None
-    with os.fdopen(fd, "w", encoding="utf-8") as env:
-        env.write(text)
-    path.chmod(0o600)
-    return True

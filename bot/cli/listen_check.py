@@ -4,7 +4,8 @@ A platform that delivers the bot only what is addressed to it (DingTalk always, 
 a permission) would make listen mode a silent no-op; its adapter says so in its capabilities
 (``listen_caveat``). Only channels set to listen are built here (without I/O, as ``check
 --online`` does), so a plain ``check`` stays free of SDK imports otherwise. Telegram's privacy
-mode is known only from ``getMe``, which the daemon reads at start and warns about then.
+mode is known only from ``getMe``: ``check --online`` asks it (``check_online``), and the
+daemon reads it at start and warns then.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Every adapter plugs in by implementing ``probe() -> str`` (Telegram getMe, Slack auth.test,
 Feishu tenant token, DingTalk access token); agent backends do the same for their endpoint.
-Nothing is started: adapters are constructed without I/O and only their probe runs.
+Nothing is started: adapters are constructed without I/O and only their probe runs. A failure
+carries the URL it called and what to try (``check_online``).
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, cast, runtime_checkable
 
+from bot.cli.check_online import endpoint, hint
 from bot.config.settings import Settings
 from bot.errors import AgentError, BotError
 from bot.ops.http import RouteTable
@@ -34,6 +36,10 @@ class ProbeResult:
     target: str
     ok: bool
     detail: str
+    url: str = ""
+    """Where a failed probe went (credentials redacted)."""
+    hint: str = ""
+    """What to try when it failed."""
 
 
 class _Unobserved:
@@ -61,7 +67,15 @@ async def run_probes(settings: Settings) -> list[ProbeResult]:
     backend = settings.agent.backend
     agent = cast(Callable[[Settings], object], load(EdgeKind.AGENT, backend))
     results.append(await _probe(f"agent {backend}", functools.partial(agent, settings)))
-    return results
+    return [_explained(settings, result) for result in results]
+
+
+def _explained(settings: Settings, result: ProbeResult) -> ProbeResult:
+    """A failure with the URL it tried and what to try next."""
+    if result.ok:
+        return result
+    url = endpoint(settings, result.target)
+    return replace(result, url=url, hint=hint(result.target, result.detail))
 
 
 async def _probe(target: str, build: Callable[[], object]) -> ProbeResult:

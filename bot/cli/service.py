@@ -22,8 +22,16 @@ import sys
 from pathlib import Path
 
 from bot.cli.options import CommandFailed, Subcommands
-from bot.cli.unit import SERVICE_USER, UnitPlan, env_skeleton, plan_unit, render_unit
+from bot.cli.unit import (
+    SERVICE_USER,
+    UnitPlan,
+    env_skeleton,
+    hidden_warnings,
+    plan_unit,
+    render_unit,
+)
 from bot.exit_codes import EXIT_OK
+from bot.ops.private_files import create_private_file
 
 EXIT_CANNOT_CREATE = 73
 """``EX_CANTCREAT`` from ``sysexits.h``: a unit or env file could not be written."""
@@ -68,6 +76,9 @@ def program() -> tuple[str, ...]:
 def _install_command(args: argparse.Namespace) -> int:
     plan = plan_unit(user=args.user, instance=args.instance, config=args.config)
     text = render_unit(plan, program())
+    if not plan.user:  # a user unit has no PrivateTmp=
+        for warning in hidden_warnings(program(), plan.config):
+            print(f"warning: {warning}", file=sys.stderr)
     if args.dry_run:
         print(text, end="")
         return EXIT_OK
@@ -183,18 +194,11 @@ def _write(path: Path, text: str, *, mode: int) -> None:
 
 
 def _create_env_file(path: Path) -> bool:
-    """Create the env file 0600 from the start (never briefly readable); keep an existing one."""
+    """The env file, 0600 from the start; an existing one is kept."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        return False
+        return create_private_file(path, env_skeleton())
     except OSError as exc:
         raise CommandFailed(_cannot_write(path, exc), EXIT_CANNOT_CREATE) from None
-    with os.fdopen(fd, "w", encoding="utf-8") as env:
-        env.write(env_skeleton())
-    path.chmod(0o600)
-    return True
 
 
 def _cannot_write(path: Path, exc: OSError) -> str:

@@ -29,6 +29,9 @@ USER_STATE_DIR = Path(".local/state/switchboard")
 """Under the home directory: XDG's state home, spelled out (``%S`` moved in systemd 254)."""
 HIDDEN_DIRS = (Path("/home"), Path("/root"), Path("/run/user"))
 """What ``ProtectHome=yes`` hides; a program or config in there needs ``read-only``."""
+PRIVATE_TMP_DIRS = (Path("/tmp"), Path("/var/tmp"))  # noqa: S108 - what the unit hides
+"""What ``PrivateTmp=yes`` replaces with empty folders of the service's own: a program or
+config in there is invisible to a system unit."""
 _INSTANCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _UNSAFE_IN_UNIT = re.compile(r"[\s\"'\\;]")
 _ENV_REFERENCE = re.compile(r"\$\{([A-Z][A-Z0-9_]*)")
@@ -223,6 +226,29 @@ def _check_path(path: Path) -> None:
 def _protect_home(program: Path, config: Path) -> str:
     hidden = any(path.is_relative_to(top) for path in (program, config) for top in HIDDEN_DIRS)
     return "read-only" if hidden else "yes"
+
+
+def hidden_by_unit(command: tuple[str, ...], config: Path | None) -> list[tuple[Path, Path]]:
+    """The program and config a system unit could not see, each with the folder hiding it
+    (``PrivateTmp=yes``; ``ProtectHome=`` is made ``read-only`` for them instead)."""
+    paths = [Path(command[0]).absolute(), *([] if config is None else [config.absolute()])]
+    hidden = []
+    for path in paths:
+        top = next((top for top in PRIVATE_TMP_DIRS if path.is_relative_to(top)), None)
+        if top is not None:
+            hidden.append((path, top))
+    return hidden
+
+
+def hidden_warnings(command: tuple[str, ...], config: Path) -> list[str]:
+    """``service install``'s warnings for what ``hidden_by_unit`` finds."""
+    return [
+        f"{path} is under {top}, which this unit replaces with an empty folder of its own "
+        "(PrivateTmp=yes), so the service could not see it; install into a virtualenv "
+        f"outside {' and '.join(map(str, PRIVATE_TMP_DIRS))} (/opt/switchboard), keep the "
+        "config in /etc/switchboard, or use --user"
+        for path, top in hidden_by_unit(command, config)
+    ]
 
 
 def env_skeleton() -> str:

@@ -1,7 +1,8 @@
 """``/console/conversations``: chats by their newest message, searchable by chat, user and
 the text of that message; ``/console/conversations/{channel}/{chat}``: one chat's thread
-(messages and the bot's replies), its recent turns with outcome and duration, the questions
-it waits on, and the mutes in force (human takeover).
+(messages and the bot's replies, their Markdown rendered safely by ``markdown``, files by
+name and size), its recent turns with outcome and duration, the questions it waits on, and
+the mutes in force (human takeover).
 
 Both read the newest journal entries (``bot.ports.activity``), so they reach back
 ``daemon.journal_retention_days`` at most, and the search the newest ``SEARCHED`` messages.
@@ -13,9 +14,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from aiohttp import web
+from markupsafe import Markup
 
+from bot.console.markdown import to_html
 from bot.console.pages import deps, page
-from bot.messages import ConversationKey, OutboundText
+from bot.messages import (
+    ConversationKey,
+    Delivery,
+    MessageRemoval,
+    OutboundFile,
+    OutboundText,
+    TextEdit,
+)
 from bot.operator.trace import MessageTrace, answering_turn, run_outcome
 from bot.ports import Store
 from bot.ports.activity import journal_window_of
@@ -41,8 +51,9 @@ class ThreadItem:
     entry: JournalEntry
     outcome: str
     duration_s: float | None
-    replies: tuple[tuple[OutboxRow, str], ...]
-    """The rows answering it, each with the text it sent (empty for files, reactions)."""
+    replies: tuple[tuple[OutboxRow, Markup], ...]
+    """The rows answering it, each with what it sent as HTML: the text rendered, a file's
+    name and size, what a reaction or a removal did."""
 
 
 def add_routes(router: web.UrlDispatcher) -> None:
@@ -96,9 +107,34 @@ async def _search(request: web.Request) -> web.Response:
     )
 
 
-def _reply_text(row: OutboxRow) -> str:
-    delivery = row.item.delivery
-    return delivery.text if isinstance(delivery, OutboundText) else ""
+def size_text(size: int) -> str:
+    """``512 bytes``, ``2.0 KB``, ``3.4 MB``."""
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def reply_html(delivery: Delivery) -> Markup:
+    """What an outbox row sent, as the thread shows it."""
+    if isinstance(delivery, OutboundText):
+        return to_html(delivery.text)
+    if isinstance(delivery, TextEdit):
+        return Markup('<span class="kind">edit of {}</span>{}').format(
+            delivery.message_id, to_html(delivery.text)
+        )
+    if isinstance(delivery, OutboundFile):
+        kind = "image" if delivery.is_image else "file"
+        named = Markup('<p class="file">📎 <b>{}</b> ({}, {})</p>').format(
+            delivery.name, kind, size_text(delivery.size)
+        )
+        return named + (to_html(delivery.caption) if delivery.caption else Markup())
+    if isinstance(delivery, MessageRemoval):
+        return Markup('<span class="kind">removed message {}</span>').format(delivery.message_id)
+    return Markup('<span class="kind">reaction {} on {}</span>').format(
+        delivery.reaction, delivery.message_id
+    )
 
 
 async def _thread_item(store: Store, entry: JournalEntry) -> ThreadItem:
@@ -109,7 +145,7 @@ async def _thread_item(store: Store, entry: JournalEntry) -> ThreadItem:
         entry=entry,
         outcome=run_outcome(MessageTrace(entry=entry, answered_by=turn, rows=())),
         duration_s=(entry.updated_at - entry.recorded_at).total_seconds() if finished else None,
-        replies=tuple((row, _reply_text(row)) for row in rows),
+        replies=tuple((row, reply_html(row.item.delivery)) for row in rows),
     )
 
 

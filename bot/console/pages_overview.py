@@ -1,6 +1,7 @@
-"""``/console/``: channels, replicas and their chats, queues, running turns, the outbox, the
-newest messages (``/console/partials/overview`` refreshes them every few seconds) and the
-charts (``/console/api/activity?window=hour|day``)."""
+"""``/console/``: channels (their state coloured, with a readable reason), replicas and their
+chats, queues, running turns, the outbox, the newest messages (``/console/partials/overview``
+refreshes them every few seconds) and the charts, in all and per channel
+(``/console/api/activity?window=hour|day``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from bot.console.activity import POINTS_LOOKED_AT, WINDOWS, series
+from bot.console.activity import POINTS_LOOKED_AT, TOKENS_NOTE, WINDOWS, series
+from bot.console.channel_states import channel_view
 from bot.console.context import ConsoleDeps
 from bot.console.pages import deps, page
 from bot.console.render import render
@@ -34,12 +36,7 @@ async def live_facts(found: ConsoleDeps) -> dict[str, object]:
     window = journal_window_of(store)
     recent = [] if window is None else await window.recent(limit=RECENT_MESSAGES)
     channels = [
-        {
-            "name": name,
-            "state": str(hub.state(name)),
-            "reason": hub.reason(name),
-            "paused": hub.is_paused(name),
-        }
+        channel_view(name, hub.state(name), hub.reason(name), paused=hub.is_paused(name))
         for name in hub.names()
     ]
     return {
@@ -59,7 +56,8 @@ async def live_facts(found: ConsoleDeps) -> dict[str, object]:
 
 
 async def _overview(request: web.Request) -> web.Response:
-    return page(request, "overview.html", "overview", **await live_facts(deps(request)))
+    facts = await live_facts(deps(request))
+    return page(request, "overview.html", "overview", tokens_note=TOKENS_NOTE, **facts)
 
 
 async def _live(request: web.Request) -> web.Response:
@@ -75,4 +73,6 @@ async def _activity(request: web.Request) -> web.Response:
         return web.json_response({"error": "this store keeps no journal history"}, status=404)
     now = datetime.now(UTC)
     points = await journal.points(now - window.span, POINTS_LOOKED_AT)
-    return web.json_response(series(points, window, now), headers={"Cache-Control": "no-store"})
+    deliveries = await journal.deliveries(now - window.span, POINTS_LOOKED_AT)
+    data = series(points, deliveries, window, now)
+    return web.json_response(data, headers={"Cache-Control": "no-store"})

@@ -1,7 +1,7 @@
-"""``/console/trace?id=MESSAGE_ID``: what ``switchboard trace`` shows, from the same
-functions: every journal entry of the message (dedupe decision, routing, conversation,
-turn) with its outbox rows and every platform call; a push's delivery id or a
-``schedule-ID`` shows that instead."""
+"""``/console/trace?id=ID``: what ``switchboard trace`` shows, from the same functions: every
+journal entry of the message (dedupe decision, routing, conversation, turn) with its outbox
+rows and every platform call, found by its message id or by its ref (the correlation id an
+error reply shows); a push's delivery id or a ``schedule-ID`` shows that instead."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from aiohttp import web
 
 from bot.console.pages import deps, page
 from bot.operator.labels import describe_delivery
-from bot.operator.trace import dedupe_text, run_outcome, trace_message
+from bot.operator.trace import dedupe_text, run_outcome, trace_reference
 from bot.push.status import trace_push
 from bot.schedules.views import trace_schedule
 
@@ -35,7 +35,8 @@ async def _trace(request: web.Request) -> web.Response:
     }
     if wanted:
         store = found.store
-        traces = await trace_message(store, wanted, channel)
+        traced = await trace_reference(store, wanted, channel)
+        traces = [] if traced is None else list(traced.traces)
         other = None
         if not traces:
             other = await trace_schedule(store, wanted) or await trace_push(store, wanted)

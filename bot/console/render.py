@@ -10,6 +10,7 @@ from typing import Final
 import jinja2
 from aiohttp import web
 
+from bot.console.markdown import to_html
 from bot.operator.labels import clip, when
 
 STATIC_TYPES: Final = {
@@ -51,6 +52,7 @@ def environment() -> jinja2.Environment:
     env.filters["when"] = when
     env.filters["clip"] = clip
     env.filters["ago"] = _ago
+    env.filters["markdown"] = to_html
     return env
 
 

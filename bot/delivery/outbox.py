@@ -5,7 +5,7 @@ chunk 1 before chunk 2); a row that must wait holds back the rows behind it. Cha
 independent of each other. ``Outbox`` composes the parts that do this:
 
 - ``ChatQueues`` (``outbox_queues``): each chat's sender task and the rows queued behind it;
-- ``ChatHolds`` (``holds``): chats held back, by a retry or by crash recovery;
+- ``ChatWaits`` (``holds``): chats held back, by a retry or by crash recovery;
 - ``AttemptWaiters`` (``outbox_waiters``): callers waiting for one row's attempt;
 - ``PollLoop`` and ``PollTimes`` (``outbox_polls``): the worker and when it polls the store.
 
@@ -25,11 +25,11 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 
 from bot.delivery.attempt import AttemptOutcome, Attempts, RetryPolicy, destination_key
-from bot.delivery.holds import ChatHolds
 from bot.delivery.outbox_polls import IDLE_POLL_S, PollLoop, PollTimes
 from bot.delivery.outbox_queues import ChatQueues
 from bot.delivery.outbox_waiters import AttemptWaiters
 from bot.delivery.ratelimit import DestinationKey, RateLimiter
+from bot.delivery.waits import ChatWaits
 from bot.errors import ChatLost, TransientSendError
 from bot.fleet.fence import ChatFence
 from bot.hub import ChannelHub
@@ -64,10 +64,10 @@ class Outbox:
         self._attempts = Attempts(store, hub, limiter, counters, policy, fence=fence)
         self._waiters = AttemptWaiters()
         self._poll_times = PollTimes(policy.clock)
-        self._holds = ChatHolds(policy.clock, self._poll_times)
-        self._queues = ChatQueues(self._holds, self._attempt, self._give_back)
+        self._waits = ChatWaits(policy.clock, self._poll_times)
+        self._queues = ChatQueues(self._waits, self._attempt, self._give_back)
         self._worker = PollLoop(
-            store, self._poll_times, self._holds, self._queues, clock=policy.clock, holder=holder
+            store, self._poll_times, self._waits, self._queues, clock=policy.clock, holder=holder
         )
 
     # ------------------------------------------------------------------ producers
@@ -102,8 +102,8 @@ class Outbox:
         Callers bound the wait with ``asyncio.timeout``; the row stays in the outbox either way.
         """
         (row,) = await self._store.outbox.enqueue_rows([item])
-        if self._holds.is_reserved(row):
-            await self._holds.until_released(row)  # crash recovery's row (see ``reserve``)
+        if self._waits.is_reserved(row):
+            await self._waits.until_released(row)  # crash recovery's row (see ``reserve``)
             return None
         if row.state is OutboxState.SENT:
             return SentRef(message_ids=row.sent_message_ids)
@@ -122,7 +122,7 @@ class Outbox:
         reserved is recovery's: ``None``, and the row is kept.
         """
         (row,) = await self._store.outbox.enqueue_rows([item])  # the row as it now stands
-        if self._holds.is_reserved(row):
+        if self._waits.is_reserved(row):
             return None
         if self._waiters.under_way(row.id):
             # Its call is out: what it made is the caller's to finish, whatever the store says
@@ -154,17 +154,17 @@ class Outbox:
         recovery has: ``withdraw`` of the key answers ``None`` at once, ``send_now`` once the
         row is released (callers bound the wait, as for a chat held by a retry). Call it
         before the worker runs, so no poll takes the row first."""
-        self._holds.reserve(row)
+        self._waits.reserve(row)
 
     def release(self, row: OutboxRow) -> None:
         """Recovery is done with a reserved row (sent, dead, or left in the store); once its
         chat has no other, the chat's rows go out again, in order, from a fresh poll."""
-        self._holds.release(row)
+        self._waits.release(row)
 
     def paused(self, keys: Sequence[DestinationKey]) -> AbstractContextManager[None]:
         """Send nothing of these chats inside the block (a takeover withdraws or reserves the
         placeholders the previous holder left first); their rows are polled after it."""
-        return self._holds.paused(keys)
+        return self._waits.paused(keys)
 
     def repoll(self) -> None:
         """Look at the store again soon (chats this replica just took over)."""

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from datetime import datetime
 
 from bot.delivery.attempt import destination_key
-from bot.delivery.holds import ChatHolds
 from bot.delivery.outbox_queues import ChatQueues
+from bot.delivery.waits import ChatWaits
 from bot.ports import Store
 from bot.records import OutboxRow
 
@@ -106,7 +106,7 @@ class PollLoop:
         self,
         store: Store,
         times: PollTimes,
-        holds: ChatHolds,
+        holds: ChatWaits,
         queues: ChatQueues,
         *,
         clock: Callable[[], datetime],
@@ -114,7 +114,7 @@ class PollLoop:
     ) -> None:
         self._store = store
         self._times = times
-        self._holds = holds
+        self._waits = holds
         self._queues = queues
         self._clock = clock
         self._holder = holder
@@ -177,7 +177,7 @@ class PollLoop:
         try:
             now = self._clock()
             due = await self._store.outbox.due(now, limit=POLL_LIMIT, holder=self._holder)
-            self._holds.polled(now)
+            self._waits.polled(now)
             next_due = await self._store.outbox.next_due_at(holder=self._holder)
         finally:
             self._polling = False
@@ -199,4 +199,4 @@ class PollLoop:
         """Whether the store holds a due row of a chat that is not held."""
         rows = await self._store.outbox.due(self._clock(), limit=POLL_LIMIT, holder=self._holder)
         keys = {destination_key(row.item.delivery) for row in rows}
-        return any(not self._holds.holds_back(key) for key in keys)
+        return any(not self._waits.keeps_waiting(key) for key in keys)

@@ -15,8 +15,8 @@ from typing import Protocol
 
 from bot.delivery.attempt import AttemptOutcome, destination_key
 from bot.delivery.bounded import RecentMap, RecentSet
-from bot.delivery.holds import ChatHolds
 from bot.delivery.ratelimit import DestinationKey
+from bot.delivery.waits import ChatWaits
 from bot.records import OutboxRow
 
 FINISHED_MEMORY = 4096
@@ -32,8 +32,8 @@ class GiveBack(Protocol):
 
 
 class ChatQueues:
-    def __init__(self, holds: ChatHolds, send: SendRow, give_back: GiveBack) -> None:
-        self._holds = holds
+    def __init__(self, holds: ChatWaits, send: SendRow, give_back: GiveBack) -> None:
+        self._waits = holds
         self._send = send
         self._give_back = give_back
         self._senders: dict[DestinationKey, asyncio.Task[None]] = {}
@@ -69,7 +69,7 @@ class ChatQueues:
             row = rows[row_id]
             groups.setdefault(destination_key(row.item.delivery), []).append(row)
         for key, group in groups.items():
-            if self._holds.holds_back(key):
+            if self._waits.keeps_waiting(key):
                 continue  # in the store; polled again when the hold ends
             if key in self._senders:
                 # Rows from this process wait in memory; polled ones are found by a new poll.
@@ -108,7 +108,7 @@ class ChatQueues:
                 outcome = await self._send(row)
                 self._claimed.discard(row.id)
                 if outcome.retry_at is not None:
-                    self._holds.retry_at(destination_key(row.item.delivery), outcome.retry_at)
+                    self._waits.retry_at(destination_key(row.item.delivery), outcome.retry_at)
                 if not outcome.finished:
                     return
                 self._finished.keep(row.id, row.updated_at)

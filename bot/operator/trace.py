@@ -8,13 +8,20 @@ it — several queued messages can be answered by one turn carrying the last one
 so the outbox rows of both the message's own correlation (notices, command replies) and of that
 turn are shown, each with every platform call made for it.
 
+``trace_reference`` takes any id a user is shown: a platform message id, else a correlation id
+(the ``ref`` of an error reply is its turn's, which is its last message's; a ``run_agent``
+push's delivery id is one too). ``message_cells`` and ``message_json`` list the newest journal
+entries with both ids (``switchboard conversations --messages``), so an operator can find one.
+
 Every line of the text form is escaped (``escape_controls``): ids, reasons and file names
 come from strangers and the model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from bot.operator.labels import (
     NONE,
@@ -66,6 +73,37 @@ async def trace_message(store: Store, message_id: str, channel: str | None) -> l
     return [
         await _trace_entry(store, entry) for entry in await store.inbound.find(channel, message_id)
     ]
+
+
+class Matched(StrEnum):
+    """Which id of the journal entries a reference is."""
+
+    MESSAGE_ID = "message_id"
+    CORRELATION_ID = "correlation_id"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReferenceTrace:
+    ref: str
+    matched: Matched
+    traces: tuple[MessageTrace, ...]
+
+
+async def trace_reference(store: Store, ref: str, channel: str | None) -> ReferenceTrace | None:
+    """The journaled messages ``ref`` names: by their platform message id, else by their
+    correlation id; ``None`` when it is neither (a push's or schedule's id, or unknown)."""
+    traces = await trace_message(store, ref, channel)
+    if traces:
+        return ReferenceTrace(ref=ref, matched=Matched.MESSAGE_ID, traces=tuple(traces))
+    entries = [
+        entry
+        for entry in await store.inbound.find_correlation(ref)
+        if channel is None or entry.message.channel == channel
+    ]
+    if not entries:
+        return None
+    traces = [await _trace_entry(store, entry) for entry in entries]
+    return ReferenceTrace(ref=ref, matched=Matched.CORRELATION_ID, traces=tuple(traces))
 
 
 async def _trace_entry(store: Store, entry: JournalEntry) -> MessageTrace:
@@ -143,6 +181,27 @@ def trace_json(trace: MessageTrace) -> JsonObject:
     }
 
 
+def reference_json(found: ReferenceTrace) -> JsonObject:
+    """``message_id`` is the id asked for, whichever it matched (as before ``ref``)."""
+    return {
+        "message_id": found.ref,
+        "ref": found.ref,
+        "matched": str(found.matched),
+        "entries": [trace_json(trace) for trace in found.traces],
+    }
+
+
+def reference_text(found: ReferenceTrace) -> str:
+    traced = "\n\n".join(trace_text(trace) for trace in found.traces)
+    if found.matched is Matched.MESSAGE_ID:
+        return traced
+    heading = (
+        f"ref {found.ref} is a correlation id (a turn's, as its error reply shows it): the"
+        " message it belongs to, with every reply that carries it"
+    )
+    return f"{escape_controls(heading)}\n{traced}"
+
+
 def trace_text(trace: MessageTrace) -> str:
     entry, message = trace.entry, trace.entry.message
     decision = str(entry.status) + (f" ({entry.reason})" if entry.reason else "")
@@ -185,3 +244,44 @@ def row_lines(traced: RowTrace) -> list[str]:
     cells = [[when(call.at, millis=True), call.outcome, clip(call.detail)] for call in traced.calls]
     lines.append(table(("CALLED", "RESULT", "DETAIL"), cells, indent="    "))
     return lines
+
+
+# --------------------------------------------------------------------------- recent ids
+
+
+MESSAGE_HEADERS = ("RECEIVED", "CHANNEL", "CHAT", "MESSAGE", "REF", "STATUS")
+"""``switchboard conversations --messages``: each journaled message's ids, never its text."""
+
+
+def message_cells(entry: JournalEntry) -> list[str]:
+    message = entry.message
+    return [
+        when(message.received_at),
+        message.channel,
+        message.chat_id,
+        message.message_id,
+        entry.correlation_id,
+        str(entry.status),
+    ]
+
+
+def message_json(entry: JournalEntry) -> JsonObject:
+    message = entry.message
+    return {
+        "entry_id": entry.id,
+        "channel": message.channel,
+        "account_id": message.account_id,
+        "chat_id": message.chat_id,
+        "chat_type": message.chat_type,
+        "message_id": message.message_id,
+        "correlation_id": entry.correlation_id,
+        "sender_id": message.sender.id,
+        "status": entry.status,
+        "reason": entry.reason,
+        "received_at": iso(message.received_at),
+        "recorded_at": iso(entry.recorded_at),
+    }
+
+
+def message_table(entries: Sequence[JournalEntry]) -> str:
+    return table(MESSAGE_HEADERS, [message_cells(entry) for entry in entries])

@@ -2,7 +2,9 @@
 the push API (design §19, ``push_api``) and the operator console (design §23, ``console``).
 
 Channels in webhook mode register their routes here before the server starts, so every
-webhook shares one listener on ``http.host:port``.
+webhook shares one listener on ``http.host:port``. ``GET /`` leads a browser to the console
+when it is mounted, else answers a JSON index of the endpoints that are on (never the
+webhooks' paths); ``/favicon.ico`` is a small SVG, so a browser's request for it is no 405.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import errno
 import json
 import logging
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -28,6 +30,14 @@ from bot.push.api import PushApi
 from bot.records import Replica
 
 logger = logging.getLogger(__name__)
+
+FAVICON: Final = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
+    b'<rect width="32" height="32" rx="6" fill="#2f5d8a"/>'
+    b'<path d="M8 10h16M8 16h16M8 22h10" stroke="#fff" stroke-width="3" stroke-linecap="round"/>'
+    b'<circle cx="24" cy="22" r="3" fill="#f2b134"/></svg>'
+)
+FAVICON_CACHE: Final = "public, max-age=86400"
 
 
 class ListenError(BotError):
@@ -102,7 +112,9 @@ class HttpServer:
             push.mount(self._app)
         for extra in mounts:
             extra.mount(self._app)
-        self._app.router.add_post("/{path:.*}", self._webhook)
+        self._app.router.add_get("/", self._root)
+        self._app.router.add_get("/favicon.ico", _favicon)
+        self._webhooks = self._app.router.add_post("/{path:.*}", self._webhook).resource
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
         self._accept_errors: AcceptErrors | None = None
@@ -171,6 +183,34 @@ class HttpServer:
             raise web.HTTPNotFound
         return await handler(request)
 
+    async def _root(self, _request: web.Request) -> web.Response:
+        """To the console when it is mounted (its own guard asks for a login), else the index."""
+        home = self._console()
+        if home is not None:
+            raise web.HTTPFound(home)
+        return web.json_response({"service": "switchboard", "endpoints": self._endpoints()})
+
+    def _console(self) -> str | None:
+        """The mounted console's page (``/console/``): the server's sub-application."""
+        for resource in self._app.router.resources():
+            if isinstance(resource, web.PrefixedSubAppResource):
+                return f"{resource.canonical}/"
+        return None
+
+    def _endpoints(self) -> list[dict[str, str]]:
+        """Every route that is on, as ``{"method", "path"}``: not the webhooks' catch-all
+        (their paths are the channels'), ``/`` or the icon."""
+        found: list[dict[str, str]] = []
+        for resource in self._app.router.resources():
+            if resource is self._webhooks or resource.canonical in ("/", "/favicon.ico"):
+                continue
+            found += [
+                {"method": route.method, "path": resource.canonical}
+                for route in resource
+                if route.method != "HEAD"
+            ]
+        return found
+
     async def _leases(self) -> dict[str, int]:
         """``leases_held`` on a shared store, where it says which share of the chats this is."""
         if not self._store.leases.shared:
@@ -196,6 +236,12 @@ class HttpServer:
         await self._refresh_gauges()
         payload = generate_latest(self._counters.registry)
         return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def _favicon(_request: web.Request) -> web.Response:
+    return web.Response(
+        body=FAVICON, content_type="image/svg+xml", headers={"Cache-Control": FAVICON_CACHE}
+    )
 
 
 def _reason(exc: OSError) -> str:

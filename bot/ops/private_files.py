@@ -67,3 +67,18 @@ def make_state_dir(state_dir: Path) -> None:
         mode,
         mode & ~0o077 | PRIVATE_DIR_MODE,
     )
+
+
+def create_private_file(path: Path, text: str) -> bool:
+    """Create ``path`` (and missing parents) 0600 from the start, never briefly readable, and
+    write ``text``; ``False`` if it exists (kept as it is: it may hold secrets already)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, PRIVATE_FILE_MODE)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(text)
+    path.chmod(PRIVATE_FILE_MODE)
+    return True

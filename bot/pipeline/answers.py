@@ -27,7 +27,7 @@ STALE_BUTTON = "stale_button"
 """Outcomes (the inbound metric's ``outcome`` label)."""
 STALE_BUTTON_NOTICE = "That question was already answered or has expired."
 
-Hold = Callable[[Accepted, ConversationKey], Awaitable[str | None]]
+Intercept = Callable[[Accepted, ConversationKey], Awaitable[str | None]]
 """``Takeover.intercept``: the outcome of a message held back from the agent, or ``None``."""
 
 
@@ -39,19 +39,19 @@ class Answers(RouteStep):
         settings: Callable[[], Settings],
         clarifications: Clarifications,
         lanes: Lanes,
-        hold: Hold,
+        intercept: Intercept,
     ) -> None:
         self._settings = settings
         self._clarifications = clarifications
         self._lanes = lanes
-        self._hold = hold
+        self._intercept = intercept
 
     @override
     async def route(self, item: Accepted, ctx: Routing) -> str | None:
         answer = await self._clarifications.match(item.message, is_command=False)
         if answer is None:
             return None
-        if held := await self._hold(item, answer.clarification.key):
+        if held := await self._intercept(item, answer.clarification.key):
             return held
         self._submit(item, answer)
         return ANSWER

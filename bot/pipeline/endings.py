@@ -53,7 +53,7 @@ _ENDINGS = {
     CancelReason.MUTE: Ending.QUIET,
     CancelReason.HANDOFF: Ending.QUIET,
     CancelReason.REVISED: Ending.REVISED,
-    CancelReason.WITHDRAWN: Ending.RECALLED,
+    CancelReason.RECALLED: Ending.RECALLED,
     CancelReason.SHUTDOWN: Ending.SHUTDOWN,
 }
 QUIET_REASONS = frozenset(r for r, ending in _ENDINGS.items() if ending is Ending.QUIET)
@@ -135,8 +135,8 @@ async def _fate(
         if placeholder is None and turn.replies.caps.deletes:
             correlation = turn.replies.ctx.correlation_id
             await revised.remove_left_placeholder(turn.store, turn.record, correlation)
-        withdrawn = revised.WITHDRAWN_REASON
-        return _Fate(revised.WITHDRAWN_TAG, revised.WITHDRAWN_TEXT, handled=withdrawn)
+        withdrawn = revised.RECALLED_REASON
+        return _Fate(revised.RECALLED_TAG, revised.RECALLED_TEXT, handled=withdrawn)
     return _said(ending, token, streamed)
 
 

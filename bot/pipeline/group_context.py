@@ -144,7 +144,7 @@ class GroupContext:
         for index, entry in enumerate(heard):
             if entry.message_id != revision.message_id:
                 continue
-            if revision.kind is RevisionKind.WITHDRAWN:
+            if revision.kind is RevisionKind.RECALLED:
                 del heard[index]
                 if not heard:
                     del self._chats[chat]

@@ -37,7 +37,7 @@ class CancelReason(StrEnum):
     """Another replica took the chat over (``ChatFence``): nothing more is sent here."""
     REVISED = "revised"
     """A message of the turn was edited (or one of several withdrawn): it runs again."""
-    WITHDRAWN = "withdrawn"
+    RECALLED = "withdrawn"
     """The turn's message was recalled: it ends without a word, its placeholder deleted."""
     YIELD = "yielded"
     """A human replied in the thread (design §22): it ends without a word."""
@@ -58,8 +58,8 @@ class CancelToken:
     reason: CancelReason | None = None
     note: str | None = None
     """What a turn ended by a handoff posts instead of its answer."""
-    hush: Hush = _no_lane
-    """``Lanes.hush`` bound to the turn's own lane: what the turn itself calls to end (the
+    quiet: Quiet = _no_lane
+    """``Lanes.quiet`` bound to the turn's own lane: what the turn itself calls to end (the
     agent's handoff, design §22)."""
 
 
@@ -118,7 +118,7 @@ class Revised(StrEnum):
     ABSENT = "absent"
 
 
-Hush = Callable[[CancelReason, str | None], tuple[bool, list[TurnRequest]]]
+Quiet = Callable[[CancelReason, str | None], tuple[bool, list[TurnRequest]]]
 """End a lane's running agent turn for a reason (with a note) and drop its queued messages:
 (a turn was cancelled, the requests dropped)."""
 
@@ -223,7 +223,7 @@ class Lanes:
             return None
         return lane.current
 
-    def hush(
+    def quiet(
         self, key: ConversationKey, reason: CancelReason, note: str | None = None
     ) -> tuple[bool, list[TurnRequest]]:
         """End the key's running agent turn for ``reason`` and drop its queued messages
@@ -231,9 +231,9 @@ class Lanes:
         lane = self._lanes.get(key)
         if lane is None:
             return False, []
-        return self._hush(lane, reason, note)
+        return self._quiet(lane, reason, note)
 
-    def _hush(
+    def _quiet(
         self, lane: _Lane, reason: CancelReason, note: str | None
     ) -> tuple[bool, list[TurnRequest]]:
         cleared = [request for request in lane.pending if request.mergeable]
@@ -248,7 +248,7 @@ class Lanes:
     def revise(
         self, chat: ChatRef, message_id: str, rewrite: Rewrite
     ) -> tuple[Revised, Accepted | None]:
-        """Apply an edit or a withdrawal of ``message_id`` to the work in hand (design §21):
+        """Apply an edit or a recall of ``message_id`` to the work in hand (design §21):
         a queued request is rewritten in place; a running turn is cancelled and what is left
         of it runs next, first, as a restart. Returns where the message was, and its item."""
         for lane in self._lanes.values():
@@ -273,7 +273,7 @@ class Lanes:
                     return Revised.UNCHANGED, found
                 if revised is not None:
                     lane.pending.appendleft(replace(revised, restarted=True))
-                reason = CancelReason.WITHDRAWN if revised is None else CancelReason.REVISED
+                reason = CancelReason.RECALLED if revised is None else CancelReason.REVISED
                 self._cancel_turn(lane, reason)
                 return Revised.RUNNING, found
         return Revised.ABSENT, None
@@ -311,7 +311,7 @@ class Lanes:
 
     async def _turn(self, lane: _Lane, request: TurnRequest) -> None:
         """Run one turn on the driver; a cancellation of the turn ends here, not the driver."""
-        token = lane.token = CancelToken(hush=functools.partial(self._hush, lane))
+        token = lane.token = CancelToken(quiet=functools.partial(self._quiet, lane))
         lane.running = True
         lane.current = request
         lane.commanding = request.work is not None

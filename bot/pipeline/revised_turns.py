@@ -3,7 +3,7 @@
 An edit cancels the turn and runs it again with the new text under the same correlation id,
 so the restart finds the first run's placeholder (recorded under the same key) and streams
 into it: the old partial answer is replaced, and one answer is all the chat ever shows. A
-withdrawal cancels it without a word; its placeholder is deleted where the platform lets
+recall cancels it without a word; its placeholder is deleted where the platform lets
 the bot delete, else edited to say the message was withdrawn (``endings.end_turn``).
 """
 
@@ -20,13 +20,13 @@ RESTART_TAG = "revised"
 """The idempotency namespace of a restarted turn's answer (``<correlation>/revised/N``): if
 the first run recorded its answer just before the edit cancelled it, the restart's answer
 still goes out (into the same placeholder) instead of being taken for that one."""
-WITHDRAWN_REASON = "withdrawn"
+RECALLED_REASON = "withdrawn"
 """The journal reason of a message whose author recalled or deleted it."""
-WITHDRAWN_TAG = "withdrawn"
+RECALLED_TAG = "withdrawn"
 """The idempotency namespace of a withdrawn turn's placeholder removal: whichever of the turn
-and the withdrawal removes it, the row is one (``<correlation>/withdrawn/0``)."""
+and the recall removes it, the row is one (``<correlation>/withdrawn/0``)."""
 RESTARTING_TEXT = "✏️ Your message was edited — answering the new version…"
-WITHDRAWN_TEXT = "🗑️ The message was withdrawn."
+RECALLED_TEXT = "🗑️ The message was withdrawn."
 
 
 async def sent_placeholder(store: Store, correlation_id: str) -> OutboxRow | None:
@@ -59,5 +59,5 @@ async def remove_left_placeholder(store: Store, record: Record, correlation_id: 
     sent (a restart that had not begun, or was just beginning): that placeholder goes."""
     row = await sent_placeholder(store, correlation_id)
     if row is not None:
-        key = f"{correlation_id}/{WITHDRAWN_TAG}/0"
+        key = f"{correlation_id}/{RECALLED_TAG}/0"
         await record([removal_item(row, row.sent_message_ids[0], key)])

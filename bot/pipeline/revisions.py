@@ -1,4 +1,4 @@
-"""Edits and withdrawals of chat messages change the work they started (design §21).
+"""Edits and recalls of chat messages change the work they started (design §21).
 
 An adapter publishes "message X was edited to this text" or "message X was withdrawn" as an
 ``InboundMessage`` carrying a ``Revision``: it is journaled (under the event's own id, so the
@@ -8,12 +8,12 @@ or failed there; a revision of a message the bot never took is ignored.
 
 Where X is decides what happens:
 
-- **queued**: an edit replaces its text in the queue; a withdrawal drops it.
+- **queued**: an edit replaces its text in the queue; a recall drops it.
 - **running**: the turn is cancelled; an edit runs it again with the new text, into the same
-  placeholder (``revised_turns``); a withdrawal ends it without a word and its placeholder
+  placeholder (``revised_turns``); a recall ends it without a word and its placeholder
   goes. If the turn had merged X with other messages, they run again without X.
 - **answered**: an edit follows ``conversations.on_edit_after_answer`` (``ignore``, or
-  ``answer``: a new turn replying to the edited message, its answer labelled); a withdrawal
+  ``answer``: a new turn replying to the edited message, its answer labelled); a recall
   leaves the answer unless ``conversations.delete_answers_of_recalled``, which deletes what
   the bot sent in answer to X alone (an answer shared with other messages stays).
 
@@ -48,7 +48,7 @@ from bot.pipeline.group_context import GroupContext
 from bot.pipeline.inbound_bounds import RefuseOversize
 from bot.pipeline.journal import Journal
 from bot.pipeline.lanes import Lanes, Revised, TurnRequest
-from bot.pipeline.revised_turns import WITHDRAWN_REASON, removal_item, remove_left_placeholder
+from bot.pipeline.revised_turns import RECALLED_REASON, removal_item, remove_left_placeholder
 from bot.pipeline.route import RouteStep, Routing
 from bot.pipeline.sessions import Sessions, destination_for
 from bot.ports import Store
@@ -67,8 +67,8 @@ EDIT_APPLIED = "edit_applied"
 EDIT_RESTARTED = "edit_restarted"
 EDIT_ANSWERED = "edit_answered"
 EDIT_IGNORED = "edit_ignored"
-WITHDRAWN = "withdrawn"
-WITHDRAWAL_IGNORED = "withdrawal_ignored"
+RECALLED = "withdrawn"
+RECALL_IGNORED = "withdrawal_ignored"
 
 Submit = Callable[[Accepted, TurnRequest], Awaitable[str]]
 """The router's way into a lane (busy policy, "queued" acknowledgement)."""
@@ -96,7 +96,7 @@ class Revisions:
         if revision.kind is RevisionKind.EDITED:
             outcome = await self._edited(item, revision)
         else:
-            outcome = await self._withdrawn(item, revision)
+            outcome = await self._recalled(item, revision)
         logger.info(
             "%s of message %s correlation=%s outcome=%s",
             revision.kind,
@@ -146,7 +146,7 @@ class Revisions:
             # message now: it runs as the message would have, under its correlation id.
             await self._rerun(item, entry, correlation_id=entry.correlation_id)
             return EDIT_APPLIED
-        if entry.reason == WITHDRAWN_REASON or entry.message.text == text:
+        if entry.reason == RECALLED_REASON or entry.message.text == text:
             return await self._finish(item, "edit changed nothing", EDIT_IGNORED)
         if self._deps.settings().conversations.on_edit_after_answer is EditAfterAnswer.IGNORE:
             return await self._finish(item, "edit after the answer ignored", EDIT_IGNORED)
@@ -183,9 +183,9 @@ class Revisions:
                 return entry.status is InboundStatus.RUNNING or entry.reason == APPLIED_REASON
         return False
 
-    # ------------------------------------------------------------------ withdrawals
+    # ------------------------------------------------------------------ recalls
 
-    async def _withdrawn(self, item: Accepted, revision: Revision) -> str:
+    async def _recalled(self, item: Accepted, revision: Revision) -> str:
         dropped_restart = False
 
         def rewrite(request: TurnRequest, found: Accepted) -> TurnRequest | None:
@@ -200,21 +200,19 @@ class Revisions:
                 ChatRef.of(item.message), revision.message_id, rewrite
             )
             if found is not None:
-                await Journal(self._deps.store.inbound).handled(found.entry_id, WITHDRAWN_REASON)
+                await Journal(self._deps.store.inbound).handled(found.entry_id, RECALLED_REASON)
                 if dropped_restart:  # its first run's placeholder; the turn agrees (same key)
                     store, submit = self._deps.store, self._deps.outbox.submit
                     await remove_left_placeholder(store, submit, found.correlation_id)
                 detail = "queued message dropped" if where is Revised.QUEUED else "turn cancelled"
-                return await self._finish(item, detail, WITHDRAWN)
+                return await self._finish(item, detail, RECALLED)
             entry = await self._entry(item, revision)  # read again: its turn may have finished
         if entry is None or entry.status not in ANSWERED_STATES:
-            return await self._finish(
-                item, "withdrawal of a message not in hand", WITHDRAWAL_IGNORED
-            )
+            return await self._finish(item, "recall of a message not in hand", RECALL_IGNORED)
         if not self._deps.settings().conversations.delete_answers_of_recalled:
-            return await self._finish(item, "withdrawn after its answer", WITHDRAWAL_IGNORED)
+            return await self._finish(item, "withdrawn after its answer", RECALL_IGNORED)
         deleted = await self._delete_answers(entry)
-        return await self._finish(item, f"withdrawn; {deleted} answer messages deleted", WITHDRAWN)
+        return await self._finish(item, f"withdrawn; {deleted} answer messages deleted", RECALLED)
 
     async def _delete_answers(self, entry: JournalEntry) -> int:
         """Delete every message the bot sent in answer to the entry (keyed by its correlation
@@ -258,7 +256,7 @@ class Revisions:
 
 def _answered(entry: JournalEntry | None) -> bool:
     """Whether the message's answer is recorded: its turn may still be finishing (a
-    reaction), but an edit or a withdrawal now comes after the answer."""
+    reaction), but an edit or a recall now comes after the answer."""
     return (
         entry is not None and entry.status in ANSWERED_STATES and entry.reason != SUPERSEDED_REASON
     )

@@ -29,7 +29,7 @@ from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.endings import EndingTurn, end_turn
 from bot.pipeline.group_context import render_context
 from bot.pipeline.journal import Journal
-from bot.pipeline.lanes import CancelReason, CancelToken, Hush, TurnRequest
+from bot.pipeline.lanes import CancelReason, CancelToken, Quiet, TurnRequest
 from bot.pipeline.sessions import Sessions
 from bot.pipeline.turn_marks import TurnMark
 from bot.pipeline.uploads import save_uploads
@@ -57,9 +57,9 @@ class TurnTools:
 
     scheduler_for: Callable[[TurnRequest], TurnScheduler | None] = lambda _request: None
     """The schedules of the request's conversation (design §19)."""
-    handoff_for: Callable[[TurnRequest, Hush], TurnHandoff | None] = lambda _request, _hush: None
+    handoff_for: Callable[[TurnRequest, Quiet], TurnHandoff | None] = lambda _request, _quiet: None
     """The handoff of the request's conversation (design §22); it ends the turn through the
-    turn's own lane (``CancelToken.hush``)."""
+    turn's own lane (``CancelToken.quiet``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,7 +170,7 @@ class TurnRunner:
         ctx = replies.ctx
         assert ctx.thread_id is not None  # noqa: S101 - set by __call__
         workspace = await self._workspaces.get(ctx.thread_id)
-        turn = await self._build_turn(request, channel, workspace, token.hush)
+        turn = await self._build_turn(request, channel, workspace, token.quiet)
         stream = ProgressStream(
             channel,
             self._outbox,
@@ -235,7 +235,7 @@ class TurnRunner:
         return "ok"
 
     async def _build_turn(
-        self, request: TurnRequest, channel: Channel, workspace: ThreadWorkspace, hush: Hush
+        self, request: TurnRequest, channel: Channel, workspace: ThreadWorkspace, quiet: Quiet
     ) -> Turn:
         if request.answered is not None:
             sender = request.items[-1].message.sender if request.items else _system_sender()
@@ -244,7 +244,7 @@ class TurnRunner:
                 sender=sender,
                 resume_answer=request.answer or "",
                 scheduler=self._tools.scheduler_for(request),
-                handoff=self._tools.handoff_for(request, hush),
+                handoff=self._tools.handoff_for(request, quiet),
             )
         messages = [item.message for item in request.items]
         limit = self._settings().agent.max_upload_bytes
@@ -256,7 +256,7 @@ class TurnRunner:
             uploads=uploads,
             notes=notes,
             scheduler=self._tools.scheduler_for(request),
-            handoff=self._tools.handoff_for(request, hush),
+            handoff=self._tools.handoff_for(request, quiet),
             chat_context=render_context(request.context),
         )
 

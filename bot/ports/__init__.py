@@ -32,7 +32,7 @@ from bot.ports.channel import (
     WebhookHandler,
     WebhookRoutes,
 )
-from bot.ports.leases import Hold, LeaseStore
+from bot.ports.leases import LeaseStore, NameLock
 from bot.ports.store import (
     AccessStore,
     AuditLog,
@@ -62,11 +62,11 @@ __all__ = [
     "ClarificationStore",
     "ConversationStore",
     "FinalAnswer",
-    "Hold",
     "InboundJournal",
     "LeaseStore",
     "LinkStore",
     "MenuCommand",
+    "NameLock",
     "OutboxStore",
     "PresentedFile",
     "Publish",

@@ -1,5 +1,6 @@
 """The journal over time, for the operator console (design §23): the newest messages, and
-when each was received and finished, for its charts and its conversation search.
+when each was received and finished, for its charts and its conversation search; the outbox's
+rows over time, for its lag.
 
 Like ``bot.ports.chats``, a small protocol beside the Store port rather than in it: a store
 without it still runs the daemon; the console then says it has no history to show.
@@ -12,16 +13,28 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from bot.ports.store import Store
-from bot.records import InboundStatus, JournalEntry
+from bot.records import InboundStatus, JournalEntry, OutboxState
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JournalPoint:
     """One journaled message as the charts see it: no text, no ids."""
 
+    channel: str
     status: InboundStatus
     reason: str | None
     recorded_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeliveryPoint:
+    """One outbox row as the charts see it: made at ``created_at``; a sent row was sent at
+    ``updated_at``."""
+
+    channel: str
+    state: OutboxState
+    created_at: datetime
     updated_at: datetime
 
 
@@ -34,6 +47,11 @@ class JournalWindow(Protocol):
 
     async def points(self, since: datetime, limit: int) -> list[JournalPoint]:
         """Entries recorded at or after ``since``, newest first, at most ``limit``."""
+        ...
+
+    async def deliveries(self, since: datetime, limit: int) -> list[DeliveryPoint]:
+        """Outbox rows made at or after ``since`` and every pending row however old, newest
+        first, at most ``limit``."""
         ...
 
 

@@ -26,7 +26,7 @@ from bot.messages import (
     SentRef,
     TextEdit,
 )
-from bot.ports.leases import Hold
+from bot.ports.leases import NameLock
 
 
 class Admission(StrEnum):
@@ -107,10 +107,10 @@ class MenuCommand:
     summary: str
 
 
-Exclusive = Callable[[str], AbstractAsyncContextManager[Hold]]
+Exclusive = Callable[[str], AbstractAsyncContextManager[NameLock]]
 
 
-class _Alone(Hold):
+class _Alone(NameLock):
     """The hold of a daemon that has no replicas: nothing can take it away."""
 
     @property
@@ -124,7 +124,7 @@ class _Alone(Hold):
 
 
 @contextlib.asynccontextmanager
-async def solely(name: str) -> AsyncIterator[Hold]:
+async def solely(name: str) -> AsyncIterator[NameLock]:
     """``exclusive`` for a daemon alone on its store (SQLite under the instance lock)."""
     del name
     yield _Alone()

@@ -13,7 +13,7 @@ from typing import Protocol
 from bot.records import Adoption, ChatRef
 
 
-class Hold(Protocol):
+class NameLock(Protocol):
     """An exclusive hold on a name (``LeaseStore.exclusive``) while the context is entered."""
 
     @property
@@ -113,7 +113,7 @@ class LeaseStore(Protocol):
         """Call ``callback`` when someone wakes ``replica`` (or all); never, where not shared."""
         ...
 
-    def exclusive(self, name: str) -> AbstractAsyncContextManager[Hold]:
+    def exclusive(self, name: str) -> AbstractAsyncContextManager[NameLock]:
         """Wait until this process is the only holder of ``name`` across the store's daemons
         (a single-consumer connection such as Telegram's getUpdates), and hold it while the
         context is entered; released on exit or when the process dies."""

@@ -51,6 +51,11 @@ class InboundJournal(Protocol):
         """Entries of a platform message id (in any chat); of any channel when ``None``."""
         ...
 
+    async def find_correlation(self, correlation_id: str) -> list[JournalEntry]:
+        """Entries journaled with this correlation id, oldest first: the ``ref`` a failed
+        turn's reply shows (its last message's), or a ``run_agent`` push's delivery id."""
+        ...
+
     async def unfinished(self) -> list[JournalEntry]: ...
 
     async def count_duplicate(self, message: InboundMessage) -> None:

@@ -177,7 +177,8 @@ class Pusher:
                     PushProblem.NOT_FOUND,
                     "chat",
                     f"chat {wanted.chat_id!r} on {wanted.channel} is unknown (nothing was"
-                    " received from it lately): name its chat_type (dm or group)",
+                    ' received from it lately): name its chat_type, "dm" or "group"'
+                    " (`--chat-type` with switchboard send)",
                 )
             if known is not None:
                 account = known.account_id if account is None else account

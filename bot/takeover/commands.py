@@ -91,7 +91,7 @@ async def _unmute(takeover: Takeover | None, call: CommandCall) -> str:
     assert takeover is not None  # noqa: S101 - _refusal says so otherwise
     target = _target(call)
     lifted = await takeover.book.unmute(target, call.actor)
-    remaining = await takeover.book.silencing(call.key)
+    remaining = await takeover.book.mute_over(call.key)
     if remaining is not None:
         done = "This conversation's mute is lifted, but" if lifted else "Still muted:"
         return (

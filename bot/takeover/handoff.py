@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing_extensions import override
 
 from bot.config.settings import Settings
-from bot.pipeline.lanes import CancelReason, Hush, TurnRequest
+from bot.pipeline.lanes import CancelReason, Quiet, TurnRequest
 from bot.ports import Store
 from bot.ports.mutes import TurnHandoff
 from bot.ports.push import Push, PushRefused, PushRequest, PushTarget, PushText
@@ -39,10 +39,10 @@ class HandoffDeps:
 
 
 class ConversationHandoff(TurnHandoff):
-    def __init__(self, deps: HandoffDeps, request: TurnRequest, hush: Hush) -> None:
+    def __init__(self, deps: HandoffDeps, request: TurnRequest, quiet: Quiet) -> None:
         self._deps = deps
         self._request = request
-        self._hush = hush
+        self._quiet = quiet
         self._done = False
 
     @override
@@ -70,7 +70,7 @@ class ConversationHandoff(TurnHandoff):
         # cancellation lands at the next suspension, made here, so nothing of the turn (no
         # further model call, no answer) runs after the tool.
         note = NOTE.format(reason=reason)
-        if await end_turn(self._hush, self._deps.store, key, CancelReason.HANDOFF, note):
+        if await end_turn(self._quiet, self._deps.store, key, CancelReason.HANDOFF, note):
             await asyncio.sleep(0)
         return f"Handed off; the conversation is muted. {told}"
 
@@ -112,14 +112,14 @@ class ConversationHandoff(TurnHandoff):
 
 class Handoffs:
     """``TurnTools.handoff_for``: each turn's handoff, bound to its own conversation and ended
-    through its own lane (``CancelToken.hush``)."""
+    through its own lane (``CancelToken.quiet``)."""
 
     def __init__(self, deps: HandoffDeps) -> None:
         self._deps = deps
 
-    def __call__(self, request: TurnRequest, hush: Hush) -> TurnHandoff | None:
+    def __call__(self, request: TurnRequest, quiet: Quiet) -> TurnHandoff | None:
         """None for a turn that answers no chat message (a slow command), or where the store
         keeps no mutes."""
         if request.work is not None or not self._deps.book.available:
             return None
-        return ConversationHandoff(self._deps, request, hush)
+        return ConversationHandoff(self._deps, request, quiet)

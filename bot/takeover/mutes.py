@@ -7,7 +7,7 @@ snapshot of all active mutes (there are few) at most ``SNAPSHOT_TTL_S`` old, so 
 no query, a mute made on another replica holds here within that time, and a mute made here
 holds at once (its change drops the snapshot), as does one made by the replica a chat was just
 taken from (taking a chat drops it too). A chat-wide mute (no topic, no member)
-silences every conversation in the chat.
+mutes every conversation in the chat.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class MuteBook:
         logger.info("unmuted key=%s by=%s", key.describe(), actor)
         return lifted
 
-    async def silencing(self, key: ConversationKey) -> Mute | None:
+    async def mute_over(self, key: ConversationKey) -> Mute | None:
         """The mute in force on ``key`` or on its whole chat, if any."""
         if self._table is None:
             return None

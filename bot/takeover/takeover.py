@@ -25,7 +25,7 @@ from bot.config.settings import Settings
 from bot.messages import ChatType, ConversationKey, InboundMessage
 from bot.pipeline.bus import Accepted
 from bot.pipeline.journal import Journal
-from bot.pipeline.lanes import CancelReason, Hush, Lanes, TurnRequest
+from bot.pipeline.lanes import CancelReason, Lanes, Quiet, TurnRequest
 from bot.ports import Store
 from bot.takeover.config import YieldTo
 from bot.takeover.mutes import MuteBook
@@ -51,13 +51,13 @@ class Takeover:
         return self._book
 
     async def intercept(self, item: Accepted, key: ConversationKey) -> str | None:
-        """Hold ``item`` back from the agent if a human took over; the outcome, or ``None``
+        """Keep ``item`` from the agent if a human took over; the outcome, or ``None``
         when it goes on to its turn."""
         message = item.message
         if self._yields_to(message, key):
             await self._yield(item, key)
             return YIELDED
-        mute = await self._book.silencing(key)
+        mute = await self._book.mute_over(key)
         if mute is None:
             return None
         await Journal(self._store.inbound).handled(item.entry_id, MUTED, key=key)
@@ -69,8 +69,8 @@ class Takeover:
     ) -> bool:
         """End the key's running turn for ``reason`` and drop what waits behind it (recorded
         as handled); whether a turn was running."""
-        hush = functools.partial(self._lanes.hush, key)
-        return await end_turn(hush, self._store, key, reason, note)
+        quiet = functools.partial(self._lanes.quiet, key)
+        return await end_turn(quiet, self._store, key, reason, note)
 
     def _yields_to(self, message: InboundMessage, key: ConversationKey) -> bool:
         """A human's reply in the thread of a running turn that does not answer them."""
@@ -107,11 +107,11 @@ class Takeover:
 
 
 async def end_turn(
-    hush: Hush, store: Store, key: ConversationKey, reason: CancelReason, note: str | None = None
+    quiet: Quiet, store: Store, key: ConversationKey, reason: CancelReason, note: str | None = None
 ) -> bool:
-    """End ``key``'s running turn through ``hush`` (its lane's) and record what waited behind
+    """End ``key``'s running turn through ``quiet`` (its lane's) and record what waited behind
     it as handled; whether a turn was running."""
-    running, cleared = hush(reason, note)
+    running, cleared = quiet(reason, note)
     if cleared:
         # A task of its own, shielded: called from inside the turn it ends (a handoff),
         # the caller is cancelled at its next await.

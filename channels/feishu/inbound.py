@@ -184,7 +184,7 @@ class Translator:
             chat_type=ChatType.GROUP,
             message_id=f"{message_id}/recalled",
             sender=Sender(id=""),
-            revision=Revision(kind=RevisionKind.WITHDRAWN, message_id=message_id),
+            revision=Revision(kind=RevisionKind.RECALLED, message_id=message_id),
             received_at=event_time(event.get("recall_time")),
         )
 

@@ -163,7 +163,7 @@ class Translator:
                 chat_type=chat_type_of(channel, event.get("channel_type")),
                 message_id=f"{target}/deleted",
                 sender=Sender(id=str(previous.get("user") or "")),
-                revision=Revision(kind=RevisionKind.WITHDRAWN, message_id=target),
+                revision=Revision(kind=RevisionKind.RECALLED, message_id=target),
                 received_at=event_time(event.get("event_ts") or event.get("ts")),
             )
         if current.get("text") == previous.get("text"):

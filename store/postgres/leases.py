@@ -34,7 +34,7 @@ from psycopg import AsyncConnection
 from typing_extensions import override
 
 import store.postgres.lease_queries as q
-from bot.ports import Hold, LeaseStore
+from bot.ports import LeaseStore, NameLock
 from bot.records import AdoptedEntry, Adoption, ChatRef
 from store.codec import to_utc
 from store.postgres.db import PgDatabase, PgSession, wake_channel
@@ -63,7 +63,7 @@ def _chat_params(chats: list[ChatRef]) -> dict[str, object]:
     }
 
 
-class PgHold(Hold):
+class PgHold(NameLock):
     def __init__(self) -> None:
         self._lost = asyncio.Event()
 
@@ -262,7 +262,7 @@ class PgLeaseStore(LeaseStore):
 
     @override
     @contextlib.asynccontextmanager
-    async def exclusive(self, name: str) -> AsyncIterator[Hold]:
+    async def exclusive(self, name: str) -> AsyncIterator[NameLock]:
         key = f"switchboard:exclusive:{self._db.schema}:{name}"
         conn = await self._locked(name, key)
         hold = PgHold()

@@ -104,4 +104,4 @@ def test_feishu_recalled_event_is_a_withdrawal() -> None:
     assert (message.message_id, message.account_id, message.chat_id) == (
         "om_1/recalled", "tenant_1", "oc_1",
     )  # fmt: skip
-    assert message.revision == Revision(kind=RevisionKind.WITHDRAWN, message_id="om_1")
+    assert message.revision == Revision(kind=RevisionKind.RECALLED, message_id="om_1")

@@ -77,4 +77,4 @@ async def test_slack_message_deleted_is_a_withdrawal() -> None:
     found = await _slack().revision(event)
     assert found is not None
     assert (found.message_id, found.sender.id) == ("1.1/deleted", "UHUMAN")
-    assert found.revision == Revision(kind=RevisionKind.WITHDRAWN, message_id="1.1")
+    assert found.revision == Revision(kind=RevisionKind.RECALLED, message_id="1.1")

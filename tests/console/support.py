@@ -7,17 +7,24 @@ import os
 import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from bot.app import Daemon, DaemonOptions, Overrides
 from bot.commands import default_registry
 from bot.config.settings import Settings
+from bot.console.app import Console
+from bot.console.context import ConsoleDeps
 from bot.console.wiring import daemon_console
+from bot.hub import ChannelHub
 from bot.ops.http import RouteTable
-from bot.ports import AgentBackend, ChannelContext
+from bot.ports import AgentBackend, ChannelContext, Store
+from bot.registry import store_for
 from channels.telegram import TelegramChannel
 from tests.bot.harness import started
 from tests.channels.health_log import HealthLog
@@ -85,3 +92,35 @@ async def console_daemon(
     async with started(Daemon(settings, options)) as handle:
         await health.wait_for("connected")
         yield TelegramRun(handle.kernel, channel, health, handle.daemon)
+
+
+@dataclass
+class Served:
+    base: str
+    store: Store
+    app: web.Application
+    hub: ChannelHub
+
+
+class serve_console:
+    """The console alone on a real aiohttp server over a real store (no daemon, no kernel)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._store = store_for(settings)
+        self._server: TestServer | None = None
+
+    async def __aenter__(self) -> Served:
+        await self._store.open()
+        app = web.Application()
+        hub = ChannelHub(self._store.settings)
+        deps = ConsoleDeps(settings=lambda: self._settings, store=self._store, hub=hub)
+        Console(deps).mount(app)
+        self._server = TestServer(app, host="127.0.0.1")
+        await self._server.start_server()
+        return Served(f"http://127.0.0.1:{self._server.port}", self._store, app, hub)
+
+    async def __aexit__(self, *_exc: object) -> None:
+        if self._server is not None:
+            await self._server.close()
+        await self._store.aclose()

@@ -1,13 +1,14 @@
 """The console in a real browser (headless Chromium through Playwright) against a real
 daemon whose Telegram channel talks to the Telegram fake: log in, see a message on the
-overview and in its trace, retry a dead letter, approve a pairing request, and be refused
-without a session or with a forged CSRF token.
+overview and in its trace, retry a dead letter, approve a pairing request, be refused
+without a session or with a forged CSRF token; at 390 px reach every column of the outbox and
+the trace with a navigation that stays one bar; follow the system's dark mode.
 
 One daemon and one browser serve the whole module, and its tests run in order: the later ones
 look at the conversations the earlier ones had. ``SWITCHBOARD_SCREENSHOTS=1`` writes the
-README's screenshots to ``docs/img``. Without a Chromium (``SWITCHBOARD_CHROMIUM``, Debian's
-``chromium`` on PATH, or Playwright's own download) the module skips and says so;
-``scripts/test`` installs Debian's.
+screenshots of the README and docs/operations.md to ``docs/img``. Without a Chromium
+(``SWITCHBOARD_CHROMIUM``, Debian's ``chromium`` on PATH, or Playwright's own download) the
+module skips and says so; ``scripts/test`` installs Debian's.
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from dataclasses import dataclass
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Dialog, Page, async_playwright, expect
+from playwright.async_api import (
+    Browser,
+    Dialog,
+    Page,
+    ViewportSize,
+    async_playwright,
+    expect,
+)
 from playwright.async_api import Error as PlaywrightError
 
 from bot.messages import ChatType, utc_now
@@ -45,6 +53,11 @@ expect.set_options(timeout=10_000)  # a busy 2-core CI machine runs the whole su
 ADMIN = 1
 STRANGER = 77
 UI_WAIT_MS = 10_000
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+LONG_ERROR = (
+    "Internal Server Error: " + "the platform explains at length why it refused this message " * 3
+)
 
 
 @dataclass
@@ -82,8 +95,15 @@ async def browser() -> AsyncIterator[Browser]:
         await launched.close()
 
 
-async def _logged_in(browser: Browser, world: World, name: str) -> Page:
-    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+async def _logged_in(
+    browser: Browser,
+    world: World,
+    name: str,
+    *,
+    viewport: ViewportSize = DESKTOP,
+    dark: bool = False,
+) -> Page:
+    context = await browser.new_context(viewport=viewport, color_scheme="dark" if dark else "light")
     page = await context.new_page()
     await page.goto(world.base + "/console/")
     await expect(page).to_have_url(re.compile(r"/console/login\?next="))
@@ -294,3 +314,88 @@ async def test_a_live_panel_whose_session_ended_goes_back_to_the_login(
     await expect(page).to_have_url(re.compile(r"/console/login\?next="), timeout=UI_WAIT_MS)
     await expect(page.get_by_label("Console token")).to_be_visible()
     await page.context.close()
+
+
+async def _columns_reachable(page: Page, table: str) -> list[str]:
+    """Every header of ``table`` scrolled into view (its table's box scrolls sideways) with its
+    label inside the 390 px viewport: the headers, or what failed."""
+    found: list[str] = []
+    headers = page.locator(f"{table} thead th")
+    assert await headers.count() > 2
+    for index in range(await headers.count()):
+        header = headers.nth(index)
+        assert await header.evaluate("th => getComputedStyle(th).display") != "none"
+        await header.evaluate("th => th.scrollIntoView({block: 'nearest', inline: 'start'})")
+        box = await header.bounding_box()
+        assert box is not None
+        text = (await header.inner_text()).strip() or f"#{index}"
+        shown = min(box["width"], 80)  # its label, at the start of a wide column
+        inside = box["x"] >= -1 and box["x"] + shown <= PHONE["width"] + 1
+        found.append(text if inside else f"{text} outside at x={box['x']:.0f}")
+    return found
+
+
+async def _page_fits_the_phone(page: Page) -> None:
+    width = await page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], f"the page itself scrolls sideways: {width} px"
+
+
+async def test_on_a_phone_the_navigation_is_one_bar_and_every_column_can_be_reached(
+    browser: Browser, world: World
+) -> None:
+    store = world.run.kernel.store
+    world.fake.fail_next("sendMessage", status=500, description=LONG_ERROR)
+    world.fake.push_message("a reply that dies at length", chat_id=ADMIN, user_id=ADMIN)
+
+    async def dead() -> bool:
+        return bool(await store.outbox.listing(OutboxState.DEAD))
+
+    await eventually(dead)
+    page = await _logged_in(browser, world, "dora", viewport=PHONE)
+    header = await page.locator("body > header").bounding_box()
+    assert header is not None
+    assert header["height"] <= 110, f"the navigation takes {header['height']:.0f} px"
+    await page.goto(world.base + "/console/outbox")
+    await _page_fits_the_phone(page)
+    dead_columns = await _columns_reachable(page, "#dead")
+    assert "LAST ERROR" in dead_columns
+    assert not [c for c in dead_columns if "outside" in c], dead_columns
+    pending_columns = await _columns_reachable(page, "#pending")
+    assert not [c for c in pending_columns if "outside" in c], pending_columns
+    await page.evaluate(
+        "window.scrollTo(0, 0); for (const box of document.querySelectorAll('.scroll'))"
+        " box.scrollLeft = 0"
+    )
+    await _shoot(page, "console-phone.png")
+    window = journal_window_of(store)
+    assert window is not None
+    (entry,) = [e for e in await window.recent(limit=20) if "dies at length" in e.message.text]
+    await page.goto(world.base + f"/console/trace?id={entry.message.message_id}&channel=telegram")
+    await expect(page.locator("article.trace")).to_have_count(1)
+    await _page_fits_the_phone(page)
+    calls = await _columns_reachable(page, "section.outbox-row:first-of-type table.calls")
+    assert calls == ["CALLED", "RESULT", "DETAIL"]
+    await page.context.close()
+
+
+def _luminance(css_colour: str) -> float:
+    red, green, blue = (int(part) for part in re.findall(r"\d+", css_colour)[:3])
+    return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
+
+
+async def test_the_console_follows_the_systems_dark_mode(browser: Browser, world: World) -> None:
+    page = await _logged_in(browser, world, "erin", dark=True)
+    background = await page.evaluate("getComputedStyle(document.body).backgroundColor")
+    text = await page.evaluate("getComputedStyle(document.body).color")
+    assert _luminance(background) < 0.2, background
+    assert _luminance(text) > 0.7, text
+    cell = page.locator("#channels td").first
+    card = await cell.evaluate("td => getComputedStyle(td.closest('table')).backgroundColor")
+    assert _luminance(card) < 0.25, card
+    await page.wait_for_function("Number(document.body.dataset.chartsDrawn) > 0")
+    await _shoot(page, "console-dark.png")
+    await page.context.close()
+    light = await _logged_in(browser, world, "erin")
+    background = await light.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert _luminance(background) > 0.8, background
+    await light.context.close()

@@ -12,7 +12,6 @@ import json
 import os
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,65 +19,37 @@ import aiohttp
 import pytest
 import yaml
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 from itsdangerous.encoding import base64_decode, base64_encode
 
 from bot.cli import main
 from bot.config.loader import load_settings
 from bot.config.settings import Settings
 from bot.console.activity import percentile
-from bot.console.app import Console
-from bot.console.context import ConsoleDeps
 from bot.console.login_links import make_link, take_link
 from bot.errors import ConfigError
-from bot.hub import ChannelHub
 from bot.messages import utc_now
 from bot.ports import Store
 from bot.records import OutboxState, PairingRequest, Replica, UserStatus
-from bot.registry import store_for
 from tests.bot.harness import make_settings
-from tests.console.support import IMAGES, TOKEN, console_section, cookie_session, log_in
+from tests.console.support import (
+    IMAGES,
+    TOKEN,
+    Served,
+    console_section,
+    cookie_session,
+    log_in,
+    serve_console,
+)
 from tests.postgres import fresh_schema, require_postgres
 from tests.store.support import item
 
 PUBLIC = {"/console/login", "/console/login/once"}
 
 
-@dataclass
-class Served:
-    base: str
-    store: Store
-    app: web.Application
-
-
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with _serve(make_settings(tmp_path, console=console_section())) as found:
+    async with serve_console(make_settings(tmp_path, console=console_section())) as found:
         yield found
-
-
-class _serve:
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
-        self._store = store_for(settings)
-        self._server: TestServer | None = None
-
-    async def __aenter__(self) -> Served:
-        await self._store.open()
-        app = web.Application()
-        deps = ConsoleDeps(
-            settings=lambda: self._settings, store=self._store,
-            hub=ChannelHub(self._store.settings),
-        )  # fmt: skip
-        Console(deps).mount(app)
-        self._server = TestServer(app, host="127.0.0.1")
-        await self._server.start_server()
-        return Served(f"http://127.0.0.1:{self._server.port}", self._store, app)
-
-    async def __aexit__(self, *_exc: object) -> None:
-        if self._server is not None:
-            await self._server.close()
-        await self._store.aclose()
 
 
 def console_routes(app: web.Application) -> list[tuple[str, str]]:
@@ -214,7 +185,7 @@ async def test_the_login_is_rate_limited(served: Served) -> None:
 
 
 async def _cookie_flags(settings: Settings, headers: dict[str, str]) -> str:
-    async with _serve(settings) as found, aiohttp.ClientSession() as client, client.post(
+    async with serve_console(settings) as found, aiohttp.ClientSession() as client, client.post(
         found.base + "/console/login", data={"token": TOKEN, "name": "ops"},
         headers=headers, allow_redirects=False,
     ) as response:  # fmt: skip
@@ -255,7 +226,7 @@ async def test_console_url_prints_a_link_that_works_once(
     url = capsys.readouterr().out.splitlines()[0]
     assert url.startswith("http://b/console/login/once?t=")
     settings = make_settings(state, console=console_section())
-    async with _serve(settings) as found, cookie_session() as client:
+    async with serve_console(settings) as found, cookie_session() as client:
         link = found.base + url.removeprefix("http://b")
         async with client.get(link, allow_redirects=False) as response:
             assert response.status == 303
@@ -335,7 +306,7 @@ async def test_two_replicas_consoles_see_and_act_on_one_shared_store(tmp_path: P
         settings = make_settings(
             tmp_path, console=console_section(), store={"url": url, "schema": schema}
         )
-        async with _serve(settings) as a, _serve(settings) as b:
+        async with serve_console(settings) as a, serve_console(settings) as b:
             await _register(a.store, "replica-a")
             await _register(b.store, "replica-b")
             (row,) = await a.store.outbox.enqueue_rows([item("k1")])

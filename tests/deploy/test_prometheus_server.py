@@ -155,7 +155,7 @@ async def test_prometheus_scrapes_the_daemon_and_evaluates_the_rules(tmp_path: P
             }
             assert up["value"][1] == "1"
             # The restart alerts read a process start from this timestamp.
-            assert len(await api.query("switchboard_chats_rebalanced_created")) == 1
+            assert len(await api.query("process_start_time_seconds")) == 1
             (replica,) = await api.query("switchboard_replica_info")
             assert replica["metric"]["backend"] == "sqlite"
 

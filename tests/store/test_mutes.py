@@ -58,14 +58,14 @@ async def test_each_replica_sees_the_others_mutes_once_its_snapshot_is_renewed(
         here = MuteBook(store, clock=lambda: START)
         kept = MuteBook(other, clock=lambda: START, snapshot_ttl_s=3600)
         renewed = MuteBook(other, clock=lambda: START, snapshot_ttl_s=0)
-        assert await kept.silencing(TOPIC) is None
-        assert await renewed.silencing(TOPIC) is None
+        assert await kept.mute_over(TOPIC) is None
+        assert await renewed.mute_over(TOPIC) is None
         await here.mute(CHAT, length=timedelta(minutes=5), reason="/mute", actor="slack:U1")
-        assert (await here.silencing(TOPIC), await kept.silencing(TOPIC)) == (
+        assert (await here.mute_over(TOPIC), await kept.mute_over(TOPIC)) == (
             muted(CHAT, 5), None,
         )  # fmt: skip
-        assert await renewed.silencing(TOPIC) == muted(CHAT, 5)  # the chat's mute covers it
+        assert await renewed.mute_over(TOPIC) == muted(CHAT, 5)  # the chat's mute covers it
         assert await renewed.unmute(CHAT, "slack:U2") == muted(CHAT, 5)
-        assert await MuteBook(store, clock=lambda: START).silencing(TOPIC) is None
+        assert await MuteBook(store, clock=lambda: START).mute_over(TOPIC) is None
         (entry, *_) = await store.audit.recent()
     assert (entry.actor, entry.action, entry.detail) == ("slack:U2", "unmute", "slack C1")

@@ -22,6 +22,8 @@ SEND = "bot.cli.operator.send"
 STORAGE = "bot.cli.operator.storage"
 ACTIONS = "bot.cli.operator.actions"
 SCHEDULE = "bot.cli.operator.schedule"
+RUN_TEXT = ""
+"""``send TEXT --run-agent``, the earlier form: the prompt is TEXT."""
 STATES = ("pending", "sent", "dead")
 """``bot.records.OutboxState`` values, spelled out so building the parser imports nothing."""
 
@@ -33,8 +35,19 @@ def add_commands(commands: Subcommands) -> None:
     )
     conversations.add_argument("--channel", help="only this channel")
     conversations.add_argument("--limit", type=positive, default=50, help="at most N (50)")
-    trace = add_leaf(commands, "trace", "the whole path of one inbound message", f"{VIEWS}:trace")
-    trace.add_argument("message_id", metavar="MESSAGE_ID", help="the platform's message id")
+    conversations.add_argument(
+        "--messages",
+        action="store_true",
+        help="the newest journaled messages instead: their message id and ref, to trace",
+    )
+    trace = add_leaf(
+        commands, "trace", "the whole path of a message, turn or push", f"{VIEWS}:trace"
+    )
+    trace.add_argument(
+        "message_id",
+        metavar="ID",
+        help="a message id, the ref of an error reply, a push's delivery id or schedule-ID",
+    )
     trace.add_argument("--channel", help="only this channel")
     users = add_leaf(commands, "users", "users allowed or denied access", f"{VIEWS}:users")
     users.add_argument("--channel", help="only this channel")
@@ -51,7 +64,7 @@ def _add_send(commands: Subcommands) -> None:
     send = add_leaf(
         commands, "send", "push a message, a file or an agent prompt into a chat", f"{SEND}:send"
     )
-    send.add_argument("text", metavar="TEXT", nargs="?", help="Markdown text, or the prompt")
+    send.add_argument("text", metavar="TEXT", nargs="?", help="Markdown text to post")
     send.add_argument("--channel", required=True, help="a configured channel")
     send.add_argument("--chat", required=True, help="the platform's chat id")
     send.add_argument("--topic", help="the conversation's topic or thread (as trace shows it)")
@@ -64,7 +77,12 @@ def _add_send(commands: Subcommands) -> None:
     send.add_argument("--name", help="the file's name in the chat (default: its own)")
     send.add_argument("--caption", default="", help="a caption for --file")
     send.add_argument(
-        "--run-agent", action="store_true", help="run TEXT as a prompt in the conversation"
+        "--run-agent",
+        metavar="PROMPT",
+        nargs="?",
+        const=RUN_TEXT,
+        help="run this prompt in the conversation, post the answer (TEXT --run-agent, the "
+        "earlier form, still works)",
     )
     send.add_argument("--idempotency-key", metavar="KEY", help="the same key sends once, ever")
     delivery = add_leaf(commands, "delivery", "where a pushed delivery stands", f"{SEND}:delivery")

@@ -18,6 +18,7 @@ import asyncio
 from pathlib import Path
 
 from bot.cli.operator.output import print_json, say, show
+from bot.cli.operator.parsers import RUN_TEXT
 from bot.cli.operator.runner import EXIT_FAILED, opened_store, operator_actor
 from bot.cli.options import CommandFailed
 from bot.config.settings import Settings
@@ -86,12 +87,13 @@ async def send(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _body(args: argparse.Namespace) -> PushBody:
     text: str | None = args.text
+    prompt: str | None = args.run_agent
+    if prompt is not None:
+        return _prompt(prompt, text, args.file)
     if (text is None) == (args.file is None):
-        raise CommandFailed("give either a TEXT argument or --file", EXIT_FAILED)
-    if args.run_agent:
-        if text is None:
-            raise CommandFailed("--run-agent needs the prompt as TEXT", EXIT_FAILED)
-        return RunAgent(prompt=text)
+        raise CommandFailed(
+            "give either a TEXT argument, --file PATH or --run-agent PROMPT", EXIT_FAILED
+        )
     if text is not None:
         if not text.strip():
             raise CommandFailed("TEXT is empty", EXIT_FAILED)
@@ -104,6 +106,20 @@ async def _body(args: argparse.Namespace) -> PushBody:
     except FileRefused as exc:
         raise CommandFailed(f"--file: {path} {exc.reason}", EXIT_FAILED) from None
     return PushFile(name=safe_name(args.name or path.name), content=content, caption=args.caption)
+
+
+def _prompt(prompt: str, text: str | None, file: str | None) -> RunAgent:
+    """``--run-agent PROMPT``; a bare ``--run-agent`` (the earlier form) takes TEXT."""
+    if prompt == RUN_TEXT:
+        prompt, text = text or "", None
+    if text is not None or file is not None:
+        raise CommandFailed(
+            "--run-agent PROMPT takes the prompt as its value: give no TEXT or --file with it",
+            EXIT_FAILED,
+        )
+    if not prompt.strip():
+        raise CommandFailed("--run-agent needs a prompt: --run-agent PROMPT", EXIT_FAILED)
+    return RunAgent(prompt=prompt)
 
 
 def _key(value: str | None) -> str | None:

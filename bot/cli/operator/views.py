@@ -1,5 +1,5 @@
-"""``status``, ``conversations``, ``trace``, ``users`` and ``audit``: what the daemon and its
-store say (design §13)."""
+"""``status``, ``conversations`` (``--messages``: the newest journaled messages' ids),
+``trace``, ``users`` and ``audit``: what the daemon and its store say (design §13)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,15 @@ from bot.operator.labels import (
     user_json,
     when,
 )
-from bot.operator.trace import trace_json, trace_message, trace_text
+from bot.operator.trace import (
+    message_json,
+    message_table,
+    reference_json,
+    reference_text,
+    trace_reference,
+)
 from bot.ports import Store
+from bot.ports.activity import journal_window_of
 from bot.ports.mutes import Mute, mutes_of
 from bot.ports.push import push_kind
 from bot.ports.schedules import ScheduleCounts, schedules_of
@@ -181,6 +188,8 @@ def _print_status(readiness: Readiness, settings: Settings, facts: StoreFacts | 
 
 
 async def conversations(args: argparse.Namespace, settings: Settings) -> int:
+    if args.messages:
+        return await _messages(args, settings)
     async with opened_store(settings) as store:
         found = await store.conversations.recent(channel=args.channel, limit=args.limit)
     if args.json:
@@ -192,33 +201,51 @@ async def conversations(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+async def _messages(args: argparse.Namespace, settings: Settings) -> int:
+    """The newest journaled messages with their ids (to ``trace``), newest first."""
+    async with opened_store(settings) as store:
+        window = journal_window_of(store)
+        if window is None:
+            raise CommandFailed("this store keeps no journal to list", EXIT_FAILED)
+        found = await window.recent(limit=args.limit, channel=args.channel)
+    if args.json:
+        print_json([message_json(entry) for entry in found])
+    elif not found:
+        say("no journaled messages" + (f" on {args.channel}" if args.channel else ""))
+    else:
+        show(message_table(found))
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------------- trace
 
 
 async def trace(args: argparse.Namespace, settings: Settings) -> int:
+    """Any id a user is shown: a message id, a ``ref`` (correlation id), a push delivery id
+    or ``schedule-ID``."""
+    ref = args.message_id
     async with opened_store(settings) as store:
-        traces = await trace_message(store, args.message_id, args.channel)
-        pushed = None if traces else await trace_schedule(store, args.message_id)
-        if pushed is None and not traces:
-            pushed = await trace_push(store, args.message_id)
-    if pushed is not None:
+        found = await trace_reference(store, ref, args.channel)
+        other = None if found else await trace_schedule(store, ref) or await trace_push(store, ref)
+    if other is not None:
         if args.json:
-            print_json(pushed[0])
+            print_json(other[0])
         else:
-            show(pushed[1])
+            show(other[1])
         return EXIT_OK
-    if not traces:
+    if found is None:
         where = f" on {args.channel}" if args.channel else ""
         days = settings.daemon.journal_retention_days
         raise CommandFailed(
-            f"no journal entry for message {args.message_id}{where}"
-            f" (the journal keeps messages for {days} days)",
+            f"no journal entry for message {ref}{where}: no message id, ref (correlation id),"
+            f" push delivery id or schedule-ID matches (the journal keeps messages for {days}"
+            " days; `switchboard conversations --messages` lists the recent ids)",
             EXIT_FAILED,
         )
     if args.json:
-        print_json({"message_id": args.message_id, "entries": [trace_json(t) for t in traces]})
+        print_json(reference_json(found))
     else:
-        show("\n\n".join(trace_text(trace) for trace in traces))
+        show(reference_text(found))
     return EXIT_OK
 
 

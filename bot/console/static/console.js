@@ -1,4 +1,5 @@
-// The console's progressive part: confirmations for actions, and the overview's charts.
+// The console's progressive part: confirmations for actions, and the overview's charts (in all,
+// per channel, the queue and the outbox's lag), drawn in the page's light or dark colours.
 // Everything works without it but the charts; htmx refreshes the live panels.
 "use strict";
 
@@ -18,34 +19,88 @@ document.addEventListener("htmx:responseError", (event) => {
 });
 
 const charts = { window: "hour", plots: [] };
+const COLOURS = { inbound: "#2457c5", answers: "#1d7a3a", errors: "#b3261e", p50: "#2457c5",
+                  p95: "#a15c00", waiting: "#6b4fbb", lag: "#a15c00" };
 
 function chartWidth(element) {
-  return Math.max(320, element.clientWidth - 16);
+  return Math.max(260, element.clientWidth - 16);
+}
+
+// Axis and grid colours from the page's own (light or dark) colours.
+function axes(yLabel, xLabel) {
+  const style = getComputedStyle(document.body);
+  const ink = style.color;
+  const grid = { stroke: style.getPropertyValue("--line").trim() || "#d9dee4", width: 1 };
+  return [{ label: xLabel, stroke: ink, grid, ticks: grid }, { label: yLabel, stroke: ink, grid, ticks: grid }];
+}
+
+function plot(element, title, series, columns, yLabel, data) {
+  const utc = (seconds) => uPlot.tzDate(new Date(seconds * 1e3), "Etc/UTC");
+  charts.plots.push(new uPlot({
+    title, width: chartWidth(element), height: 200, tzDate: utc,
+    series: [{}, ...series], axes: axes(yLabel, "UTC"),
+  }, [data.times, ...columns], element));
+}
+
+function countLines() {
+  return [{ label: "inbound", stroke: COLOURS.inbound }, { label: "answers", stroke: COLOURS.answers },
+          { label: "errors", stroke: COLOURS.errors }];
+}
+
+function latencyLines() {
+  return [{ label: "p50", stroke: COLOURS.p50, spanGaps: true },
+          { label: "p95", stroke: COLOURS.p95, spanGaps: true }];
+}
+
+function drawChannels(data, every) {
+  const holder = document.getElementById("chart-channels");
+  if (!holder) return;
+  holder.replaceChildren();
+  const names = Object.keys(data.channels);
+  if (!names.length) {
+    const none = document.createElement("p");
+    none.className = "hint";
+    none.textContent = "no message in this window yet";
+    holder.append(none);
+  }
+  for (const name of names) {
+    const lines = data.channels[name];
+    const counts = document.createElement("div");
+    const latency = document.createElement("div");
+    counts.className = latency.className = "chart";
+    counts.dataset.channel = latency.dataset.channel = name;
+    holder.append(counts, latency);
+    plot(counts, `${name}: messages per ${every}`, countLines(),
+         [lines.inbound, lines.answers, lines.errors], "messages", data);
+    plot(latency, `${name}: answer latency (s)`, latencyLines(), [lines.p50, lines.p95], "s", data);
+  }
 }
 
 function drawCharts(data) {
-  for (const plot of charts.plots) plot.destroy();
+  for (const old of charts.plots) old.destroy();
   charts.plots = [];
   const counts = document.getElementById("chart-counts");
   const latency = document.getElementById("chart-latency");
   if (!counts || !latency || typeof uPlot === "undefined") return;
-  const x = data.times;
-  const utc = (seconds) => uPlot.tzDate(new Date(seconds * 1e3), "Etc/UTC");
-  charts.plots.push(new uPlot({
-    title: `Messages per ${data.window === "hour" ? "5 minutes" : "hour"}`,
-    width: chartWidth(counts), height: 220, tzDate: utc,
-    series: [{}, { label: "inbound", stroke: "#2457c5" }, { label: "answers", stroke: "#1d7a3a" },
-             { label: "errors", stroke: "#b3261e" }],
-    axes: [{ label: "UTC" }, { label: "messages" }],
-  }, [x, data.inbound, data.answers, data.errors], counts));
-  charts.plots.push(new uPlot({
-    title: "Answer latency (seconds)", width: chartWidth(latency), height: 220, tzDate: utc,
-    series: [{}, { label: "p50", stroke: "#2457c5", spanGaps: true },
-             { label: "p95", stroke: "#a15c00", spanGaps: true }],
-    axes: [{}, { label: "s" }],
-  }, [x, data.p50, data.p95], latency));
-  document.body.dataset.chartsDrawn = String(x.length);
+  const every = data.window === "hour" ? "5 minutes" : "hour";
+  plot(counts, `Messages per ${every}`, countLines(), [data.inbound, data.answers, data.errors],
+       "messages", data);
+  plot(latency, "Answer latency (seconds)", latencyLines(), [data.p50, data.p95], "s", data);
+  drawChannels(data, every);
+  const queue = document.getElementById("chart-queue");
+  const outbox = document.getElementById("chart-outbox");
+  if (queue) plot(queue, "Messages waiting or running (at each step's end)",
+                  [{ label: "waiting", stroke: COLOURS.waiting }], [data.waiting], "messages", data);
+  if (outbox) plot(outbox, "Outbox lag: made → sent, p95 (seconds)",
+                   [{ label: "lag p95", stroke: COLOURS.lag, spanGaps: true }], [data.outbox_lag], "s", data);
+  const oldest = document.getElementById("outbox-oldest");
+  if (oldest) {
+    oldest.textContent = data.outbox_oldest_pending_s === null ? "No reply is waiting in the outbox."
+      : `The oldest reply waiting in the outbox was made ${Math.round(data.outbox_oldest_pending_s)} s ago.`;
+  }
+  document.body.dataset.chartsDrawn = String(data.times.length);
   document.body.dataset.chartsInbound = String(data.inbound.reduce((a, b) => a + b, 0));
+  document.body.dataset.chartsChannels = String(Object.keys(data.channels).length);
 }
 
 async function loadCharts() {
@@ -66,6 +121,8 @@ document.addEventListener("click", (event) => {
 });
 
 window.addEventListener("DOMContentLoaded", () => {
+  const current = document.querySelector("header nav a.active");
+  if (current) current.scrollIntoView({ block: "nearest", inline: "nearest" });
   loadCharts();
   window.setInterval(loadCharts, 30000);
 });

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from bot.delivery.attempt import AttemptOutcome
-from bot.delivery.holds import ChatHolds
 from bot.delivery.outbox_polls import PollLoop, PollTimes
 from bot.delivery.outbox_queues import ChatQueues
+from bot.delivery.waits import ChatWaits
 from bot.messages import OutboundKind, utc_now
 from bot.records import OutboxRow
 from store.sqlite import SqliteStore
@@ -47,7 +47,7 @@ async def test_a_row_that_comes_due_while_the_poll_runs_is_polled_for_at_once(
         # Due between the poll's first reading of the clock (+1 step) and its second (+2).
         await store.outbox.mark_retry(row.id, "rate_limited", clock.now + STEP * 1.5)
         times = PollTimes(clock)
-        holds = ChatHolds(clock, times)
+        holds = ChatWaits(clock, times)
         loops: list[PollLoop] = []
 
         def give_back(rows: list[OutboxRow], *, poll: bool) -> None:

@@ -181,11 +181,11 @@ def test_an_edit_changes_and_a_recall_removes_a_heard_message(tmp_path: Path) ->
     buffer.hear(_message("teh plan", message_id="1"))
     buffer.hear(_message("oops, private", message_id="2"))
     edit = Revision(kind=RevisionKind.EDITED, message_id="1")
-    recall = Revision(kind=RevisionKind.WITHDRAWN, message_id="2")
+    recall = Revision(kind=RevisionKind.RECALLED, message_id="2")
     buffer.revise(replace(_message("the plan", message_id="e1"), revision=edit))
     buffer.revise(replace(_message("", message_id="e2"), revision=recall))
     assert [entry.text for entry in buffer.take(_message("@bot"))] == ["the plan"]
     buffer.hear(_message("alone", message_id="3"))
-    gone = Revision(kind=RevisionKind.WITHDRAWN, message_id="3")
+    gone = Revision(kind=RevisionKind.RECALLED, message_id="3")
     buffer.revise(replace(_message("", message_id="e3"), revision=gone))
     assert buffer.held == 0

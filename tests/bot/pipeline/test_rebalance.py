@@ -56,7 +56,7 @@ async def test_a_replica_that_joins_gets_its_share_of_idle_chats_and_busy_ones_w
         assert await a.held() == 4  # alone: every chat is a's
         async with replica(tmp_path, "b", schema) as b:
             # Fair share: ceil(4 / 2) = 2. Only the quiet chat is idle, so it moves alone.
-            await eventually(lambda: _holds(b, 1), within=WITHIN_S, every=0.05)
+            await eventually(lambda: _waits(b, 1), within=WITHIN_S, every=0.05)
             # The rest are busy.
             assert await a.run.kernel.fleet.ownership.rebalancer.rebalance() == []
             assert await owners(schema) == {
@@ -65,7 +65,7 @@ async def test_a_replica_that_joins_gets_its_share_of_idle_chats_and_busy_ones_w
             }  # fmt: skip
             releases[1].set()
             await a.channel.wait_text("echo: slow1 please")
-            await eventually(lambda: _holds(b, 2), within=WITHIN_S, every=0.05)
+            await eventually(lambda: _waits(b, 2), within=WITHIN_S, every=0.05)
             assert (await owners(schema))["dm-busy1"] == b.replica_id
             # Messages still reach a (say, the Telegram poller); b, the holder, answers them.
             for user in ("quiet", "busy1"):
@@ -94,7 +94,7 @@ async def test_a_replica_that_joins_gets_its_share_of_idle_chats_and_busy_ones_w
     assert b.run.kernel.fleet.ownership.taken_over == 0  # handed over, not taken from the dead
 
 
-async def _holds(side: Side, count: int) -> bool:
+async def _waits(side: Side, count: int) -> bool:
     return await side.held() == count
 
 

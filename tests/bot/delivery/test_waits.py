@@ -1,4 +1,4 @@
-"""The outbox's parts on their own: chat holds, the poll times they ask for, and the callers
+"""The outbox's parts on their own: chat waits, the poll times they ask for, and the callers
 waiting for a row's attempt."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from bot.delivery.holds import ChatHolds
 from bot.delivery.outbox_polls import PollTimes
 from bot.delivery.outbox_waiters import AttemptWaiters
+from bot.delivery.waits import ChatWaits
 from bot.messages import ChatType, Destination, OutboundKind, OutboundText, SentRef
 from bot.records import OutboxItem, OutboxRow, OutboxState
 from tests.store.support import START, ManualClock, key
@@ -31,53 +31,53 @@ def _row(row_id: int) -> OutboxRow:
     )  # fmt: skip
 
 
-def _parts() -> tuple[ManualClock, PollTimes, ChatHolds]:
+def _parts() -> tuple[ManualClock, PollTimes, ChatWaits]:
     clock = ManualClock(START)
     times = PollTimes(clock)
     times.take()  # the first poll, as the worker runs it
-    return clock, times, ChatHolds(clock, times)
+    return clock, times, ChatWaits(clock, times)
 
 
 def test_a_retry_holds_its_chat_until_a_poll_at_its_time_has_run() -> None:
-    clock, times, holds = _parts()
-    holds.retry_at(CHAT, START + timedelta(seconds=5))
-    assert holds.holds_back(CHAT)
+    clock, times, waits = _parts()
+    waits.retry_at(CHAT, START + timedelta(seconds=5))
+    assert waits.keeps_waiting(CHAT)
     assert not times.take()
     clock.now = START + timedelta(seconds=5)
-    assert holds.holds_back(CHAT)  # due, but the row is still in the store
+    assert waits.keeps_waiting(CHAT)  # due, but the row is still in the store
     assert times.take()  # so a poll is asked for
-    holds.polled(START + timedelta(seconds=4))
-    assert holds.holds_back(CHAT)
-    holds.polled(START + timedelta(seconds=5))
-    assert not holds.holds_back(CHAT)
-    assert not holds.holds_back(("other", "", "c1"))
+    waits.polled(START + timedelta(seconds=4))
+    assert waits.keeps_waiting(CHAT)
+    waits.polled(START + timedelta(seconds=5))
+    assert not waits.keeps_waiting(CHAT)
+    assert not waits.keeps_waiting(("other", "", "c1"))
 
 
 async def test_a_reservation_ends_with_its_last_row_and_a_poll() -> None:
-    _, times, holds = _parts()
+    _, times, waits = _parts()
     first, second = _row(1), _row(2)
-    holds.reserve(first)
-    holds.reserve(second)
-    assert holds.holds_back(CHAT)
-    assert holds.is_reserved(first)
-    waiting = asyncio.create_task(holds.until_released(first), name="test:released")
-    holds.release(first)
+    waits.reserve(first)
+    waits.reserve(second)
+    assert waits.keeps_waiting(CHAT)
+    assert waits.is_reserved(first)
+    waiting = asyncio.create_task(waits.until_released(first), name="test:released")
+    waits.release(first)
     await asyncio.wait_for(waiting, 1)
-    assert holds.holds_back(CHAT)  # the second row is still recovery's
+    assert waits.keeps_waiting(CHAT)  # the second row is still recovery's
     assert not times.take()
-    holds.release(second)
-    assert not holds.holds_back(CHAT)
+    waits.release(second)
+    assert not waits.keeps_waiting(CHAT)
     assert times.take()
 
 
 def test_overlapping_pauses_hold_until_the_last_one_ends() -> None:
-    _, times, holds = _parts()
-    with holds.paused([CHAT]):
-        with holds.paused([CHAT]):
-            assert holds.holds_back(CHAT)
-        assert holds.holds_back(CHAT)
+    _, times, waits = _parts()
+    with waits.paused([CHAT]):
+        with waits.paused([CHAT]):
+            assert waits.keeps_waiting(CHAT)
+        assert waits.keeps_waiting(CHAT)
         times.take()
-    assert not holds.holds_back(CHAT)
+    assert not waits.keeps_waiting(CHAT)
     assert times.take()
 
 

@@ -34,7 +34,7 @@ class StorePolls(Protocol):
     def at(self, when: datetime) -> None: ...
 
 
-class ChatHolds:
+class ChatWaits:
     def __init__(self, clock: Callable[[], datetime], polls: StorePolls) -> None:
         self._clock = clock
         self._polls = polls
@@ -46,7 +46,7 @@ class ChatHolds:
         self._on_release = asyncio.Event()
         """Set (and replaced) whenever a reserved row is released."""
 
-    def holds_back(self, key: DestinationKey) -> bool:
+    def keeps_waiting(self, key: DestinationKey) -> bool:
         """Whether the chat must send nothing now (its rows are polled when the hold ends)."""
         if key in self._reserved or key in self._paused:
             return True
@@ -94,7 +94,7 @@ class ChatHolds:
 
     @contextlib.contextmanager
     def paused(self, keys: Sequence[DestinationKey]) -> Iterator[None]:
-        """Hold these chats inside the block (blocks may overlap); poll after it."""
+        """Pause these chats inside the block (blocks may overlap); poll after it."""
         for key in keys:
             self._paused[key] = self._paused.get(key, 0) + 1
         try:
