@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bot.config.settings import Settings
-from bot.console.app import Console
-from bot.console.context import ConsoleDeps
 from bot.kernel import Kernel
+
+if TYPE_CHECKING:
+    from bot.console.app import Console
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +48,10 @@ def daemon_console(
     if not current.http.enabled:
         logger.warning("console.enabled is set but http is disabled: the console is not served")
         return None
+    # The console's pages (and Jinja, itsdangerous) load only for a daemon that serves them.
+    from bot.console.app import Console  # noqa: PLC0415
+    from bot.console.context import ConsoleDeps  # noqa: PLC0415
+
     deps = ConsoleDeps(
         settings=settings,
         store=kernel.store,
