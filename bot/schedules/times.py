@@ -1,5 +1,6 @@
 """When a schedule fires (design §19 "Schedules"): ``at`` times and cron expressions in a
-time zone, computed by ``croniter`` over ``zoneinfo`` zones (DST included).
+time zone, computed by ``croniter`` over ``zoneinfo`` zones (DST included). ``croniter`` (with
+``dateutil``) is imported by the first cron computed, not when the daemon starts.
 
 Cron expressions have five fields, or six with seconds last (``croniter``'s order). A local
 time a DST change skips (02:30 on the last Sunday of March in Europe/Berlin) fires at the
@@ -13,8 +14,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from croniter import CroniterError, croniter
 
 from bot.ports.schedules import ScheduleRefused
 
@@ -53,6 +52,8 @@ def parse_at(text: str, timezone: str, now: datetime) -> datetime:
 
 def check_cron(expression: str) -> str:
     """The expression, stripped, if ``croniter`` takes it; else ``ScheduleRefused``."""
+    from croniter import croniter  # noqa: PLC0415 - loaded with the first cron, not at start
+
     expression = " ".join(expression.split())
     fields = len(expression.split(" "))
     if fields not in (5, 6) or not croniter.is_valid(expression):
@@ -65,6 +66,8 @@ def check_cron(expression: str) -> str:
 
 def next_cron(expression: str, timezone: str, after: datetime) -> datetime:
     """The first time of the expression strictly after ``after``, in UTC."""
+    from croniter import CroniterError, croniter  # noqa: PLC0415 - as in check_cron
+
     tz = zone(timezone)
     local_after = after.astimezone(tz)
     try:
@@ -83,6 +86,8 @@ def next_cron(expression: str, timezone: str, after: datetime) -> datetime:
 def latest_cron(expression: str, timezone: str, due: datetime, now: datetime) -> datetime:
     """The newest time of the expression at or before ``now`` (``due`` when none is newer):
     what a late firing is judged by."""
+    from croniter import CroniterError, croniter  # noqa: PLC0415 - as in check_cron
+
     try:
         previous: datetime = croniter(expression, now.astimezone(zone(timezone))).get_prev(datetime)
     except CroniterError as exc:
