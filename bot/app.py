@@ -38,7 +38,6 @@ from bot.ops.sdnotify import SystemdNotifier, announce_channels
 from bot.ops.signals import stop_and_reload_signals
 from bot.ops.supervision import ChannelFactory, ChannelSupervision, SupervisionPolicy
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
-from bot.push.api import PushApi
 from bot.registry import EdgeKind, load, store_for
 from bot.schedules.loops import schedule_loop
 
@@ -176,9 +175,13 @@ class Daemon:
                 kernel.add_channel(build())
             readiness = Readiness(store, kernel.hub, self.kernel_tasks)
             pusher = kernel.pusher
-            push = PushApi(
-                self.settings.http.push_api, pusher, store, kernel.delivery.counters.pushes
-            )
+            push = None
+            if self.settings.http.push_api.enabled:  # its modules load only when it is served
+                from bot.push.api import PushApi  # noqa: PLC0415
+
+                push = PushApi(
+                    self.settings.http.push_api, pusher, store, kernel.delivery.counters.pushes
+                )
             mounts = [m(self._current, kernel, heartbeat.replica.id) for m in self.options.mounts]
             self.http = HttpServer(
                 self.settings.http,

@@ -14,7 +14,7 @@ import errno
 import json
 import logging
 from collections.abc import Sequence
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -26,8 +26,10 @@ from bot.metrics import Counters
 from bot.ops.http_guard import AcceptErrors, ConnectionGuard
 from bot.ops.readiness import Readiness
 from bot.ports import WebhookHandler
-from bot.push.api import PushApi
 from bot.records import Replica
+
+if TYPE_CHECKING:
+    from bot.push.api import PushApi
 
 logger = logging.getLogger(__name__)
 
