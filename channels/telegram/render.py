@@ -22,7 +22,10 @@ Bounded time: the converter is super-linear on some inputs (runs of empty fences
 7.7 s), so it only ever sees one chunk — a text over twice the limit, which the kernel never
 sends, goes out as written — and nothing nested deeper than ``MAX_DEPTH`` (no answer is; such
 text goes out as written too). ``render_async`` renders in a worker thread: tens of
-milliseconds for the worst chunk, which the event loop should not wait through.
+milliseconds for the worst chunk, which the event loop should not wait through. A text of at
+most ``INLINE_CHARS`` characters is rendered on the loop: about 25 µs for a typical answer and
+about 1 ms for the worst input of that length (``bench/render_worst.py``'s cases cut to 512),
+less than the hop to a worker thread and back costs the loop for most answers.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from bot.messages import RenderMode
 
 TEXT_LIMIT = 4096
 MAX_DEPTH = 32
+INLINE_CHARS = 512
 
 
 def _config() -> tgm.RenderConfig:
@@ -63,8 +67,8 @@ class Rendered:
 
 
 async def render_async(text: str, mode: RenderMode, limit: int = TEXT_LIMIT) -> Rendered:
-    """``render``, in a worker thread when it converts Markdown."""
-    if mode is RenderMode.RICH and text.strip():
+    """``render``, in a worker thread when it converts Markdown longer than ``INLINE_CHARS``."""
+    if mode is RenderMode.RICH and len(text) > INLINE_CHARS and text.strip():
         return await asyncio.to_thread(render, text, mode, limit)
     return render(text, mode, limit)
 

@@ -10,7 +10,7 @@ from bot.messages import RenderMode
 from bot.ports import TextUnit
 from channels.telegram import TELEGRAM_CAPABILITIES
 from channels.telegram.errors import NotModified, translate
-from channels.telegram.render import MAX_DEPTH, Rendered, render, render_async
+from channels.telegram.render import INLINE_CHARS, MAX_DEPTH, Rendered, render, render_async
 
 
 def _utf16(text: str) -> int:
@@ -68,9 +68,12 @@ def test_nesting_deeper_than_the_cap_goes_out_as_written() -> None:
 
 
 async def test_the_async_render_gives_the_same_body() -> None:
-    source = "Use **bold**, `code` and Vec<T> 😀 [a link](https://e.org)"
-    for mode in RenderMode:
-        assert await render_async(source, mode) == render(source, mode)
+    short = "Use **bold**, `code` and Vec<T> 😀 [a link](https://e.org)"
+    long = "\n\n".join([short] * 20)  # over INLINE_CHARS: rendered in a worker thread
+    assert len(short) <= INLINE_CHARS < len(long)
+    for source in (short, long):
+        for mode in RenderMode:
+            assert await render_async(source, mode) == render(source, mode)
     assert await render_async("  ", RenderMode.RICH) == Rendered(text="…")
 
 
