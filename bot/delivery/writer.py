@@ -83,7 +83,10 @@ class ReplyWriter:
             presented.insert(0, PresentedFile(path=answer_path, name="answer.md"))
             chunks = split_reply(long_answer_summary(text, caps), caps)
         deliveries = plan_chunks(ctx, chunks, caps, placeholder_id=placeholder_id)
-        uploads, notes = await asyncio.to_thread(plan_files, ctx, presented, workspace, caps)
+        uploads: list[Delivery] = []
+        notes: list[str] = []
+        if presented:  # the file checks block: in a worker thread, when there is a file at all
+            uploads, notes = await asyncio.to_thread(plan_files, ctx, presented, workspace, caps)
         if notes:
             deliveries += plan_text(ctx, "\n".join(notes), caps, kind=OutboundKind.NOTICE)[:1]
         await self._submit([*deliveries, *uploads], finishes=finishes)
