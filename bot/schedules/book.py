@@ -41,11 +41,14 @@ class ScheduleBook:
         self._settings = settings
         self._store = store
         self._clock = clock
+        # Asked of every turn: the protocol check (``isinstance`` of a runtime-checkable
+        # protocol, tens of µs) once, as whether a store keeps schedules never changes.
+        self._keeps_schedules = schedules_of(store) is not None
 
     @property
     def available(self) -> bool:
         """The store keeps schedules and ``schedules.enabled`` is on."""
-        return schedules_of(self._store) is not None and self._settings().schedules.enabled
+        return self._keeps_schedules and self._settings().schedules.enabled
 
     async def create(  # noqa: PLR0913 - what a schedule is made of
         self,
