@@ -328,21 +328,23 @@ class TurnRunner:
         merged with a recovered one has none. Issued together, the updates go to the store as
         one statement (SQLite batches them into one ``executemany``)."""
         journal = Journal(self._store.inbound)
-        await asyncio.gather(
-            *(
-                journal.running(
-                    item.entry_id,
-                    key=request.key,
-                    thread_id=thread,
-                    reason=TurnMark(
-                        turn=correlation_id,
-                        agent_started=agent_started,
-                        interrupted=item.interrupted,
-                    ).encode(),
-                )
-                for item in request.items
+        marks = [
+            journal.running(
+                item.entry_id,
+                key=request.key,
+                thread_id=thread,
+                reason=TurnMark(
+                    turn=correlation_id,
+                    agent_started=agent_started,
+                    interrupted=item.interrupted,
+                ).encode(),
             )
-        )
+            for item in request.items
+        ]
+        if len(marks) == 1:
+            await marks[0]  # the usual turn, one message: no task to make for it
+        else:
+            await asyncio.gather(*marks)
 
     async def _mark(
         self,
