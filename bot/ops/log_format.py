@@ -10,7 +10,6 @@ its syslog priority (``<3>`` for ERROR), which journald's stream protocol reads.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import re
@@ -115,10 +114,11 @@ class SafeTextFormatter(logging.Formatter):
 
     @override
     def format(self, record: logging.LogRecord) -> str:
-        bare = copy.copy(record)
-        bare.msg, bare.args = record.getMessage(), None
-        bare.exc_info, bare.exc_text, bare.stack_info = None, None, None
-        line = bound(escape_controls(self._redactor.redact(super().format(bare))), MAX_LINE)
+        # What ``logging.Formatter.format`` does for the first line (it sets these two on the
+        # record too), without the traceback it would append: no copy of the record needed.
+        record.message = record.getMessage()
+        record.asctime = self.formatTime(record, self.datefmt)
+        line = bound(escape_controls(self._redactor.redact(self.formatMessage(record))), MAX_LINE)
         lines = [line, *self._trace_lines(record)]
         if self._journald:
             prefix = f"<{syslog_priority(record.levelno)}>"

@@ -46,4 +46,6 @@ def redact_url(url: str) -> str:
 
 def redact_urls(text: str) -> str:
     """Every URL found in ``text`` without its credentials."""
+    if "://" not in text:  # no URL (most log lines): the pattern needs one
+        return text
     return _URL.sub(lambda match: redact_url(match.group(0)), text)
