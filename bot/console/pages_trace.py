@@ -10,7 +10,7 @@ from aiohttp import web
 from bot.console.pages import deps, page
 from bot.operator.labels import describe_delivery
 from bot.operator.trace import dedupe_text, run_outcome, trace_reference
-from bot.push.status import trace_push
+from bot.push.trace import trace_push
 from bot.schedules.views import trace_schedule
 
 

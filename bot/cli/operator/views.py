@@ -45,7 +45,7 @@ from bot.ports.activity import journal_window_of
 from bot.ports.mutes import Mute, mutes_of
 from bot.ports.push import push_kind
 from bot.ports.schedules import ScheduleCounts, schedules_of
-from bot.push.status import trace_push
+from bot.push.trace import trace_push
 from bot.records import OutboxState, Replica
 from bot.registry import IMPORT_PATHS, EdgeKind
 from bot.schedules.views import trace_schedule
