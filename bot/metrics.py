@@ -48,6 +48,13 @@ class ReplicaMetrics:
             ["replica", "backend"],
             registry=registry,
         )
+        self.heartbeat_age = Gauge(
+            "switchboard_replica_heartbeat_age_seconds",
+            "Seconds since each replica registered on the store last heartbeat, as this replica"
+            " reads the store (a crashed peer's grows; one that stopped cleanly is gone).",
+            ["replica"],
+            registry=registry,
+        )
         self.leases_held = Gauge(
             "switchboard_chat_leases_held",
             "Chats this replica holds on a shared store (it routes, runs and sends them).",

@@ -11,6 +11,7 @@ the bot would hear only commands, mentions and replies in groups.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from bot.config.settings import GroupPolicy, Settings
 from bot.text.redact import redact_url
@@ -19,7 +20,11 @@ GETME_TIMEOUT_S = 15.0
 _DNS = ("name or service not known", "name resolution", "nodename nor servname", "getaddrinfo")
 _UNREACHABLE = ("connect", "refused", "unreachable", "timed out", "timeout", "no answer within")
 _TLS = ("certificate", "ssl", "tls")
-_REFUSED = re.compile(r"\b40[13]\b|unauthori|forbidden|rejected|invalid_auth|not_authed")
+_REFUSED = re.compile(
+    r"\b40[13]\b|unauthori|forbidden|rejected|invalid_auth|not_authed|token_revoked"
+    r"|token_expired|invalid_token|account_inactive|not_allowed_token_type"
+)
+_SCOPE = re.compile(r"missing_scope|no_permission|permission denied")
 _CREDENTIALS = {
     "telegram": "channels.telegram.token",
     "slack": "channels.slack.bot_token and app_token",
@@ -50,27 +55,42 @@ def endpoint(settings: Settings, target: str) -> str:
     return "" if url is None else redact_url(url)
 
 
+_HINTS: tuple[tuple[Callable[[str], bool], str], ...] = (
+    (
+        lambda said: any(word in said for word in _DNS),
+        "the host name does not resolve: check its spelling and the DNS servers "
+        "(/etc/resolv.conf), or set HTTPS_PROXY if this host reaches the internet through a proxy",
+    ),
+    (
+        lambda said: any(word in said for word in _TLS),
+        "TLS failed: a proxy that inspects TLS needs its CA in SSL_CERT_FILE",
+    ),
+    (lambda said: _REFUSED.search(said) is not None, "the credentials were refused: check {creds}"),
+    (
+        lambda said: _SCOPE.search(said) is not None,
+        "the app lacks a permission: add the scope the platform names, publish or reinstall the "
+        "app, and check again (docs/platforms/ lists every scope)",
+    ),
+    (
+        lambda said: re.search(r"\b404\b|not found", said) is not None,
+        "nothing there: check the URL in the config",
+    ),
+    (
+        lambda said: any(word in said for word in _UNREACHABLE),
+        "nothing answered: check a firewall or egress rules, or set HTTPS_PROXY (and NO_PROXY) if "
+        "this host reaches the internet through a proxy",
+    ),
+)
+"""What a failed probe's reason points at, first match wins."""
+
+
 def hint(target: str, detail: str) -> str:
     """What to try for a probe of ``target`` that failed with ``detail``."""
     said = detail.lower()
-    name = target.partition(" ")[2]
-    if any(word in said for word in _DNS):
-        return (
-            "the host name does not resolve: check its spelling and the DNS servers "
-            "(/etc/resolv.conf), or set HTTPS_PROXY if this host reaches the internet through "
-            "a proxy"
-        )
-    if any(word in said for word in _TLS):
-        return "TLS failed: a proxy that inspects TLS needs its CA in SSL_CERT_FILE"
-    if _REFUSED.search(said):
-        return f"the credentials were refused: check {_CREDENTIALS.get(name, 'the credentials')}"
-    if re.search(r"\b404\b|not found", said):
-        return "nothing there: check the URL in the config"
-    if any(word in said for word in _UNREACHABLE):
-        return (
-            "nothing answered: check a firewall or egress rules, or set HTTPS_PROXY (and "
-            "NO_PROXY) if this host reaches the internet through a proxy"
-        )
+    creds = _CREDENTIALS.get(target.partition(" ")[2], "the credentials")
+    for matches, text in _HINTS:
+        if matches(said):
+            return text.format(creds=creds)
     return "see the reason above; the URL and the credentials are the usual suspects"
 
 

@@ -153,28 +153,17 @@ def dedupe_text(trace: MessageTrace) -> str:
 
 
 def trace_json(trace: MessageTrace) -> JsonObject:
-    entry, message = trace.entry, trace.entry.message
+    entry = trace.entry
     return {
-        "entry_id": entry.id,
-        "channel": message.channel,
-        "account_id": message.account_id,
-        "chat_id": message.chat_id,
-        "chat_type": message.chat_type,
-        "message_id": message.message_id,
-        "sender_id": message.sender.id,
-        "received_at": iso(message.received_at),
-        "recorded_at": iso(entry.recorded_at),
+        **message_json(entry),
         "updated_at": iso(entry.updated_at),
         "dedupe": {
             "decisions": list(trace.decisions),
             "duplicates": entry.duplicates,
             "last_duplicate_at": iso(entry.last_duplicate_at),
         },
-        "status": entry.status,
-        "reason": entry.reason,
         "key": key_json(entry.key),
         "thread_id": entry.thread_id,
-        "correlation_id": entry.correlation_id,
         "answered_by": trace.answered_by,
         "run": run_outcome(trace),
         "outbox": [outbox_json(traced.row, traced.calls) for traced in trace.rows],

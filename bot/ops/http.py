@@ -21,7 +21,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot.config.http import HttpSettings
 from bot.errors import BotError, StoreError
+from bot.fleet.replica import PRUNE_AFTER as LISTED_FOR
 from bot.hub import ChannelState
+from bot.messages import utc_now
 from bot.metrics import Counters
 from bot.ops.http_guard import AcceptErrors, ConnectionGuard
 from bot.ops.readiness import Readiness
@@ -172,6 +174,17 @@ class HttpServer:
             up = self._hub.state(name) is ChannelState.RUNNING
             self._counters.channel_up.labels(channel=name).set(1 if up else 0)
         self._counters.replicas.leases_held.set(await self._held())
+        await self._heartbeat_ages()
+
+    async def _heartbeat_ages(self) -> None:
+        """Every replica the store still lists (a day after its last beat it is pruned), so a
+        peer that died without deregistering shows as a growing age (design §11)."""
+        now = utc_now()
+        ages = self._counters.replicas.heartbeat_age
+        replicas = await self._store.replicas.live(now, LISTED_FOR.total_seconds())
+        ages.clear()
+        for replica in replicas:
+            ages.labels(replica=replica.id).set((now - replica.heartbeat_at).total_seconds())
 
     async def _held(self) -> int:
         """The chats this replica holds (0 alone on its store, where every chat is its own)."""

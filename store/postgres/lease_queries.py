@@ -14,7 +14,8 @@ LIVE: Final = (
 )
 NOT_IN_HAND: Final = (
     f"(i.owner IS NULL OR (i.owner <> %(me)s AND NOT {LIVE.format(owner='i.owner')})"  # noqa: S608 - constant fragments; values are parameters
-    " OR (i.owner <> %(me)s AND NOT EXISTS (SELECT 1 FROM chat_leases h"
+    " OR (i.owner <> %(me)s AND i.recorded_at < %(cutoff)s AND NOT EXISTS (SELECT 1"
+    " FROM chat_leases h"
     " WHERE h.channel = i.channel AND h.account_id = i.account_id AND h.chat_id = i.chat_id"
     " AND h.owner = i.owner))"
     " OR (%(fresh)s AND i.owner = %(me)s))"
@@ -22,7 +23,10 @@ NOT_IN_HAND: Final = (
 """An unfinished entry no live replica has in hand: its owner is gone, or no longer holds the
 entry's chat (it lost the chat while it stalled, and a takeover could not take the entry: the
 stalled replica had it locked, ``SKIP LOCKED``; fenced, it drops its work for the chat, so the
-entry is the holder's to run). This one's own id counts as gone after a fresh start."""
+entry is the holder's to run) — once the entry is older than the expiry: a live replica that
+has just journaled a message claims its chat in the next statement, and a sweep in between must
+not take it (the message would be answered by a replica it did not reach). This one's own id
+counts as gone after a fresh start."""
 SAME_CHAT: Final = (
     "l.channel = {t}.channel AND l.account_id = {t}.account_id AND l.chat_id = {t}.chat_id"
 )

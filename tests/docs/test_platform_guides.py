@@ -7,7 +7,9 @@
   without a reason.
 - Feishu: the guide's permissions, events and callbacks are ``feishu-permissions.json``'s, and
   they are the events the adapter reads and the fake sends.
-- DingTalk: the guide's stream topics are the ones the adapter subscribes to.
+- Telegram: the update types the guide names are the ones the adapter asks for.
+- DingTalk: the guide's stream topics are the ones the adapter subscribes to, and its
+  permissions are ``DINGTALK_PERMISSIONS``, each for APIs the adapter calls.
 - The "not set" lines a guide quotes name the variables ``init --channel`` writes.
 """
 
@@ -24,11 +26,13 @@ import pytest
 import yaml
 from pydantic import BaseModel
 from slack_sdk.web.async_client import AsyncWebClient
+from telegram.constants import UpdateType
 
 from bot.cli.init import PLATFORMS, channel_config, template_text
 from bot.config.settings import Settings
 from channels.dingtalk.handler import TOPIC
 from channels.feishu.inbound import CARD_ACTION_EVENT, MESSAGE_EVENT, RECALLED_EVENT
+from channels.telegram.polling import ALLOWED_UPDATES
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDES = REPO / "docs" / "platforms"
@@ -60,6 +64,21 @@ OTHER_SLACK_SCOPES = {
     "files:read": "downloads of shared files (url_private_download)",
     "commands": "the slash commands",
 }
+DINGTALK_PERMISSIONS = {
+    "qyapi_robot_sendmsg": (
+        "/v1.0/robot/oToMessages/batchSend",
+        "/v1.0/robot/groupMessages/send",
+        "/v1.0/robot/messageFiles/download",
+    ),
+    "Card.Instance.Write": ("/v1.0/card/instances", "/v1.0/card/instances/deliver"),
+    "Card.Streaming.Write": ("/v1.0/card/streaming",),
+}
+"""Each DingTalk permission the guide asks for → the OpenAPI paths of the adapter that need it.
+
+DingTalk has no file to import permissions from (unlike Feishu's JSON), so this is the one
+list. DingTalk's API reference (help.dingtalk.io) names ``qyapi_robot_sendmsg`` for the three
+robot paths; the two ``Card.*`` names are confirmed only by secondary sources.
+"""
 API_FAMILIES = ("apps", "auth", "chat", "conversations", "files", "reactions", "users", "views")
 
 
@@ -258,7 +277,27 @@ def test_feishu_events_match_the_json_the_adapter_and_the_fake() -> None:
     assert set(re.findall(r'header\(ids, "([a-z_.0-9]+)"', fake)) == listed
 
 
+# --------------------------------------------------------------------------- Telegram
+
+
+def test_telegram_guide_names_the_update_types_the_adapter_asks_for() -> None:
+    kinds = {kind.value for kind in UpdateType}
+    named = {span for span in CODE.findall(_prose(_guide("telegram"))) if span in kinds}
+    assert named == set(ALLOWED_UPDATES)
+
+
 # --------------------------------------------------------------------------- DingTalk
+
+
+def test_dingtalk_permissions_are_the_list_and_the_adapter_calls_their_apis() -> None:
+    text = _guide("dingtalk")
+    assert _first_column(_section(text, "Permissions")) == DINGTALK_PERMISSIONS.keys()
+    grant = re.search(r"\*\*Grant the permissions\*\*.*?(?=\n\d+\. )", text, re.DOTALL)
+    assert grant is not None, "the step that grants the permissions"
+    assert set(CODE.findall(grant.group())) == DINGTALK_PERMISSIONS.keys()
+    source = "\n".join(p.read_text() for p in (REPO / "channels" / "dingtalk").glob("*.py"))
+    called = set(re.findall(r'"(/v1\.0/(?:robot|card)/[A-Za-z/]+)"', source))
+    assert called == {path for paths in DINGTALK_PERMISSIONS.values() for path in paths}
 
 
 def test_dingtalk_topics_are_the_ones_the_adapter_subscribes_to() -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import os
@@ -15,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from store.sqlite import SqliteStore
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -46,23 +44,6 @@ def _run(*args: str | Path) -> tuple[int, str, str]:
         except SystemExit as exit_:
             status = int(exit_.code or 0)
     return status, out.getvalue(), err.getvalue()
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    state_dir = tmp_path / "state"
-
-    async def create() -> None:
-        async with SqliteStore(state_dir / "switchboard.db"):
-            pass
-
-    asyncio.run(create())
-    path = tmp_path / "switchboard.yaml"
-    path.write_text(
-        f"config_version: 1\nstate_dir: {state_dir}\nhttp: {{host: 127.0.0.1, port: 9}}\n"
-        "channels: {telegram: {enabled: true}}\n"
-    )
-    return path
 
 
 @pytest.mark.parametrize("args", [("--help",), ("check", "-c", "config/switchboard.example.yaml")])

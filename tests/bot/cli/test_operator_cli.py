@@ -8,49 +8,27 @@ the same ``main()`` in-process, which keeps the module fast (an interpreter star
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
-import json
 import os
 import shutil
 import socket
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from bot.cli import main
 from bot.cli.operator.parsers import STATES
 from bot.errors import Forbidden, RateLimited
 from bot.ports import Admission
 from bot.records import OutboxState, UserStatus
 from store.sqlite import SqliteStore
+from tests.bot.cli.cli_support import Result
+from tests.bot.cli.cli_support import run_cli as _run
 from tests.bot.harness import Running, make_settings, routed, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import AUTH_FAILED, PLAIN_CAPS, FakeChannel, dm
 
 REPO = Path(__file__).resolve().parents[3]
 OPERATOR = "ops-tester"
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    status: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-def _run(*args: str | Path) -> Result:
-    """``switchboard ARGS`` in this process (from a thread when a test's loop is running)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main([str(arg) for arg in args])
-    return Result(status, out.getvalue(), err.getvalue())
 
 
 async def _cli(*args: str | Path) -> Result:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import json
@@ -13,7 +12,6 @@ from typing import Any
 import pytest
 
 from bot.cli import main
-from store.sqlite import SqliteStore
 
 
 def _run(*args: str | Path) -> tuple[int, str, str]:
@@ -27,23 +25,6 @@ def _json(*args: str | Path) -> Any:
     status, out, err = _run(*args, "--json")
     assert status == 0, err
     return json.loads(out)
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    state_dir = tmp_path / "state"
-
-    async def create() -> None:
-        async with SqliteStore(state_dir / "switchboard.db"):
-            pass
-
-    asyncio.run(create())
-    path = tmp_path / "switchboard.yaml"
-    path.write_text(
-        f"config_version: 1\nstate_dir: {state_dir}\nhttp: {{host: 127.0.0.1, port: 9}}\n"
-        "channels: {telegram: {enabled: true}}\n"
-    )
-    return path
 
 
 def test_add_list_trace_and_cancel_a_schedule(config: Path) -> None:

@@ -5,41 +5,21 @@ correlation id, and ``switchboard trace REF`` finds its message; ``switchboard c
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import json
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from bot.cli import main
+from tests.bot.cli.cli_support import run_cli as _run
 from tests.bot.harness import routed, running
 from tests.bot.ops.push_support import post, push_settings
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel, dm
 
 REF = re.compile(r"\(ref `([0-9a-z-]+)`\)")
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    status: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-def _run(*args: str | Path) -> Result:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main([str(arg) for arg in args])
-    return Result(status, out.getvalue(), err.getvalue())
 
 
 async def _prepare(state_dir: Path) -> Prepared:

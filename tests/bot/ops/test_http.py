@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from bot.messages import utc_now
+from bot.records import Replica
 from tests.bot.harness import Running, http_get, make_settings, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel, dm
@@ -63,3 +66,31 @@ async def test_metrics_count_a_handled_message(tmp_path: Path) -> None:
     assert samples[("switchboard_run_duration_seconds_count", (("outcome", "ok"),))] == 1
     assert samples[("switchboard_outbox_rows", (("state", "pending"),))] == 0
     assert samples[("switchboard_channel_up", (("channel", "fake"),))] == 1
+
+
+async def test_metrics_show_a_peer_that_stopped_heartbeating(tmp_path: Path) -> None:
+    """A replica that died without deregistering stays listed on the store: every live replica
+    reports its heartbeat age, which grows (the SwitchboardReplicaHeartbeatMissing alert)."""
+    async with running(make_settings(tmp_path), [FakeChannel()], FakeAgent()) as daemon:
+        last_beat = utc_now() - timedelta(minutes=10)
+        gone = Replica(
+            id="host-b-2-bbbbbb",
+            host="host-b",
+            pid=2,
+            version="0",
+            backend="sqlite",
+            started_at=last_beat,
+            heartbeat_at=last_beat,
+        )
+        await daemon.kernel.store.replicas.register(gone)
+        status, text = await _get(daemon, "/metrics")
+    assert status == 200
+    ages = {
+        sample.labels["replica"]: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "switchboard_replica_heartbeat_age_seconds"
+    }
+    assert ages["host-b-2-bbbbbb"] >= 600
+    assert len(ages) == 2  # and this replica itself, just beaten
+    assert min(ages.values()) < 60
