@@ -31,7 +31,7 @@ from bot.kernel import Kernel, build_kernel
 from bot.ops.http import HttpMount, HttpServer, ListenError, RouteTable
 from bot.ops.instance_lock import InstanceLock
 from bot.ops.kernel_tasks import KernelTasks, Loop
-from bot.ops.memory import freeze_when_ready
+from bot.ops.memory import freeze_when_ready, thaw
 from bot.ops.private_files import make_state_dir
 from bot.ops.readiness import Readiness
 from bot.ops.reload import Reloader
@@ -194,6 +194,7 @@ class Daemon:
                 mounts=[mount for mount in mounts if mount is not None],
             )
             self._start_push_loops(kernel, heartbeat.replica.id)
+            stack.callback(thaw)
             self.kernel_tasks.start("gc:freeze", functools.partial(freeze_when_ready, self.ready))
             stack.push_async_callback(self.kernel_tasks.stop)
             await self.http.start()
