@@ -16,7 +16,6 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
-from bot.cli.check_findings import offline_findings
 from bot.cli.init import add_init_command
 from bot.cli.options import CommandFailed, Subcommands, add_config_option, load_config
 from bot.cli.service import program
@@ -155,6 +154,8 @@ def _check(path: Path, settings: Settings, *, as_json: bool, online: bool) -> in
         if model.offline
         else f"{model.name} at {redact_url(model.base_url)}",
     }
+    from bot.cli.check_findings import offline_findings  # noqa: PLC0415 - keep `run` light
+
     findings = offline_findings(settings, program())
     probes, online_warnings = asyncio.run(_online_checks(settings)) if online else ([], [])
     probes = [replace(probe, detail=redact_urls(probe.detail)) for probe in probes]
