@@ -1,5 +1,6 @@
 """Admin commands (design §9). The registry refuses non-admins and audits every call; the
-actions themselves are the CLI's and the console's (``bot.operator.actions``)."""
+actions themselves are the CLI's and the console's (``bot.operator.actions``), loaded by the
+first admin command that changes a user (a daemon whose admins never do keeps them out)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ from bot.commands.markdown import code
 from bot.commands.registry import Command, CommandCall, CommandRegistry
 from bot.hub import ALL_CHANNELS
 from bot.messages import utc_now
-from bot.operator.actions import OperationRefused, approve_pairing, set_user_status
-from bot.operator.labels import status_change
 from bot.records import OutboxState, UserStatus
 from bot.registry import IMPORT_PATHS, EdgeKind
 
@@ -53,6 +52,9 @@ async def _set_user(call: CommandCall, status: UserStatus) -> str:
     if target is None:
         return usage
     channel, user = target
+    from bot.operator.actions import OperationRefused, set_user_status  # noqa: PLC0415 - see above
+    from bot.operator.labels import status_change  # noqa: PLC0415
+
     try:
         await set_user_status(call.env.store, channel, user, status, call.actor, audit=False)
     except OperationRefused:
@@ -86,6 +88,8 @@ async def _pairing(call: CommandCall) -> str:
 async def _approve(call: CommandCall) -> str:
     if len(call.args) != 1:
         return "Usage: `/approve <code>`"
+    from bot.operator.actions import OperationRefused, approve_pairing  # noqa: PLC0415
+
     try:
         request = await approve_pairing(call.env.store, call.args[0], call.actor, audit=False)
     except OperationRefused:
