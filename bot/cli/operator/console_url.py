@@ -15,7 +15,6 @@ import time
 from bot.cli.operator.output import print_json, say
 from bot.cli.operator.runner import EXIT_FAILED, operator_actor
 from bot.cli.options import CommandFailed, Subcommands, add_config_option, load_config
-from bot.console.login_links import make_link
 from bot.exit_codes import EXIT_OK
 
 SUMMARY = "print a one-time login link to the operator console"
@@ -36,6 +35,7 @@ def add_commands(commands: Subcommands) -> None:
 
 def console_url(args: argparse.Namespace) -> int:
     from bot.cli.operator.readyz import readyz_url  # noqa: PLC0415 - aiohttp: only when run
+    from bot.console.login_links import make_link  # noqa: PLC0415 - not for every command
 
     _path, settings = load_config(args, require_secrets=False)
     if not settings.console.enabled:
