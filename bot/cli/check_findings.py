@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import getpass
 import os
+import pwd
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,7 @@ from urllib.parse import urlsplit
 
 from typing_extensions import override
 
-from bot.cli.unit import hidden_by_unit
+from bot.cli.unit import SERVICE_USER, hidden_by_unit
 from bot.config.settings import DmPolicy, Settings
 
 TELEGRAM_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]+")
@@ -145,11 +147,47 @@ def _feishu(settings: Settings) -> Iterator[Finding]:
 def _state_dirs(settings: Settings) -> Iterator[Finding]:
     for key, path in (("state_dir", settings.state_dir), ("workspace_dir", settings.workspace_dir)):
         if path is not None:
-            yield from _writable(key, path.absolute())
+            yield from _writable(key, path.absolute(), service_account())
 
 
-def _writable(key: str, path: Path) -> Iterator[Finding]:
-    """``path`` exists and this user may write it, or its nearest existing folder is writable."""
+@dataclass(frozen=True, slots=True)
+class Account:
+    """Who the daemon runs as: a name, its uid and every group it is in."""
+
+    name: str
+    uid: int
+    gids: frozenset[int]
+
+
+def service_account() -> Account | None:
+    """The system unit's user (``switchboard``), when ``check`` runs as root and it exists: root
+    may write anywhere, so what matters is whether the service may."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        entry = pwd.getpwnam(SERVICE_USER)
+    except KeyError:
+        return None
+    gids = frozenset(os.getgrouplist(entry.pw_name, entry.pw_gid))
+    return Account(entry.pw_name, entry.pw_uid, gids)
+
+
+def may_write(folder: Path, account: Account) -> bool:
+    """Whether ``account`` may create files in ``folder``: its owner, group and mode (no ACLs)."""
+    info = folder.stat()
+    if info.st_uid == account.uid:
+        wanted = stat.S_IWUSR | stat.S_IXUSR
+    elif info.st_gid in account.gids:
+        wanted = stat.S_IWGRP | stat.S_IXGRP
+    else:
+        wanted = stat.S_IWOTH | stat.S_IXOTH
+    return info.st_mode & wanted == wanted
+
+
+def _writable(key: str, path: Path, account: Account | None = None) -> Iterator[Finding]:
+    """``path`` exists and the daemon's user may write it, or its nearest existing folder is
+    writable. That user is the service's (``account``) when root runs ``check``, else whoever
+    runs it."""
     existing = path
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -160,13 +198,17 @@ def _writable(key: str, path: Path) -> Iterator[Finding]:
             fix=f"point {key} at a folder (the unit sets SWITCHBOARD_STATE_DIR)",
             error=True,
         )
-    elif not os.access(existing, os.W_OK | os.X_OK):
-        user = _user()
+        return
+    if account is not None:
+        writable, user = may_write(existing, account), f"the service user {account.name}"
+    else:
+        writable, user = os.access(existing, os.W_OK | os.X_OK), _user()
+    if not writable:
         yield Finding(
             key=key,
             problem=f"{user} cannot write {existing}, so the daemon run as {user} cannot start",
-            fix=f"give the service user the folder (sudo chown -R switchboard: {existing}), or run "
-            "check as that user (sudo -u switchboard switchboard check)",
+            fix=f"give the service user the folder (sudo chown -R {SERVICE_USER}: {existing}), "
+            f"or run check as that user (sudo -u {SERVICE_USER} switchboard check)",
         )
 
 

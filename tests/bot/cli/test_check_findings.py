@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
+from bot.cli.check_findings import Account, _writable, may_write
 from bot.cli.check_online import hint
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_api import FakeTelegram
@@ -177,3 +178,23 @@ def test_check_online_warns_about_privacy_mode_for_group_policy_all(tmp_path: Pa
 )
 def test_a_failed_probe_gets_the_hint_that_fits_its_reason(detail: str, says: str) -> None:
     assert says in hint("channel slack", detail)
+
+
+def test_as_root_the_state_dir_is_checked_for_the_service_user(tmp_path: Path) -> None:
+    """Root may write anywhere: what ``check`` run as root must ask is whether the unit's user
+    may (finding 3, "a state dir the service user cannot write")."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    owner = state.stat().st_uid
+    stranger = Account("switchboard", uid=owner + 4242, gids=frozenset({owner + 4242}))
+    (finding,) = _writable("state_dir", state, stranger)
+    assert finding.key == "state_dir"
+    assert f"the service user switchboard cannot write {state}" in finding.problem
+    assert "chown -R switchboard:" in finding.fix
+    assert not may_write(state, stranger)
+    state.chmod(0o707)
+    assert may_write(state, stranger)
+    assert list(_writable("state_dir", state, stranger)) == []
+    itself = Account("switchboard", uid=owner, gids=frozenset())
+    state.chmod(0o700)
+    assert may_write(state, itself)
