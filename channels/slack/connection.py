@@ -50,7 +50,7 @@ from bot.errors import AuthFailed, ChannelError, SendError, SendErrorKind, Trans
 from bot.lifecycle import cancel_and_wait
 from bot.ports import ChannelHealth
 from channels.outage_log import OutageLog
-from channels.slack.errors import translate
+from channels.slack.errors import error_code, translate
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +121,8 @@ async def open_url(web: LinkWebClient, app_token: str) -> str:
     except SlackApiError as exc:
         error = translate(exc)
         if error.kind is SendErrorKind.AUTH_FAILED:
-            raise AuthFailed(f"Slack refused the app token ({error})") from None
+            code = error_code(exc) or "refused"
+            raise AuthFailed(f"Slack refused the app token ({code})") from None
         raise ChannelError(f"apps.connections.open failed: {error}") from exc
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
         raise ChannelError(f"cannot reach Slack: {type(exc).__name__}: {exc}") from exc

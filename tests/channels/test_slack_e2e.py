@@ -66,3 +66,13 @@ async def test_run_serves_slack_and_telegram_at_the_same_time(tmp_path: Path) ->
         assert process.returncode == 0, err
         assert "channel slack: starting -> running" in err
         assert "channel telegram: starting -> running" in err
+
+
+def test_check_online_says_once_that_the_app_token_is_refused(tmp_path: Path) -> None:
+    with FakeSlack() as fake:
+        config = _config(tmp_path, fake)
+        config.write_text(config.read_text().replace(fake.ids.app_token, "xapp-1-not-this-one"))
+        bad = check_online(config, tmp_path / "state")
+    assert bad.returncode == 1
+    assert "Slack refused the app token (invalid_auth)" in bad.stdout
+    assert "refused the token (" not in bad.stdout  # not nested in itself

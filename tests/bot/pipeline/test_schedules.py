@@ -3,6 +3,7 @@ replicas on PostgreSQL; missed firings follow their misfire policy (design §19 
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -132,7 +133,9 @@ async def test_a_missed_firing_within_its_grace_is_late_and_beyond_it_skipped(
     assert was_late.outcome is FiringOutcome.LATE
     assert skipped.outcome is FiringOutcome.SKIPPED
     assert skipped.detail is not None
-    assert "missed by 3600 s" in skipped.detail
+    missed_by = re.search(r"missed by (\d+) s", skipped.detail)
+    assert missed_by is not None, skipped.detail
+    assert 3600 <= int(missed_by.group(1)) < 3660  # a busy machine starts the daemon late
     assert done is not None
     assert done.state is ScheduleState.DONE
     assert done.last_outcome is FiringOutcome.SKIPPED
