@@ -13,9 +13,9 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -24,11 +24,13 @@ from bot.config.store import StoreBackend
 from bot.delivery.budget import SendBudget
 from bot.errors import ConfigError, InstanceLocked, StoreError
 from bot.exit_codes import EXIT_CONFIG, EXIT_OK, EXIT_TEMPFAIL
-from bot.fleet.replica import ReplicaHeartbeat, identify
+from bot.fleet.replica import ReplicaHeartbeat, identify, wake_others
 from bot.fleet.shared_storage import warn_unless_shared
 from bot.hub import ChannelHub
 from bot.kernel import Kernel, build_kernel
-from bot.ops.http import HttpMount, HttpServer, ListenError, RouteTable
+from bot.kernel.options import DaemonOptions, MountFactory, Overrides
+from bot.lifecycle import shutdown_step
+from bot.ops.http import HttpServer, ListenError, RouteTable
 from bot.ops.instance_lock import InstanceLock
 from bot.ops.kernel_tasks import KernelTasks, Loop
 from bot.ops.memory import freeze_when_ready, thaw
@@ -37,38 +39,16 @@ from bot.ops.readiness import Readiness
 from bot.ops.reload import Reloader
 from bot.ops.sdnotify import SystemdNotifier, announce_channels
 from bot.ops.signals import stop_and_reload_signals
-from bot.ops.supervision import ChannelFactory, ChannelSupervision, SupervisionPolicy
+from bot.ops.supervision import ChannelFactory, ChannelSupervision
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
 from bot.registry import EdgeKind, load, store_for
 from bot.schedules.loops import schedule_loop
 
+__all__ = ["Daemon", "DaemonOptions", "MountFactory", "Overrides"]
+
 logger = logging.getLogger(__name__)
 
 OUTBOX_FLUSH_S = 10.0
-
-MountFactory = Callable[[Callable[[], Settings], Kernel, str], HttpMount | None]
-"""Routes of an operator surface built on the kernel (the console, ``bot.console.wiring``),
-from the settings, the kernel and this replica's id; ``None`` where it is off."""
-
-
-@dataclass(kw_only=True)
-class Overrides:
-    """Instances to use instead of the registry's (tests, embedding)."""
-
-    channels: Sequence[Channel] | None = None
-    agent: AgentBackend | None = None
-    store: Store | None = None
-
-
-@dataclass(kw_only=True)
-class DaemonOptions:
-    config_path: Path | None = None
-    chat: bool = False
-    install_signals: bool = False
-    overrides: Overrides = field(default_factory=Overrides)
-    supervision: SupervisionPolicy = field(default_factory=SupervisionPolicy)
-    mounts: Sequence[MountFactory] = ()
-    """More routes on the HTTP server: ``switchboard run`` adds the operator console."""
 
 
 @dataclass(kw_only=True)
@@ -253,7 +233,7 @@ class Daemon:
             store.replicas, replica, expiry_s=self.settings.daemon.replica_expiry_s
         )
         await heartbeat.register()
-        stack.push_async_callback(_wake_others, store)  # runs after deregister (LIFO)
+        stack.push_async_callback(wake_others, store)  # runs after deregister (LIFO)
         stack.push_async_callback(heartbeat.deregister)
         return heartbeat
 
@@ -384,20 +364,20 @@ class Daemon:
         await asyncio.gather(*helpers, return_exceptions=True)
         if self.supervision is not None:
             await self.supervision.stop()
-        await _step("stop intake", kernel.stop_intake())
+        await shutdown_step("stop intake", kernel.stop_intake())
         kernel.conversations.bus.close(drain=drain_bus)
         router_task = self.kernel_tasks.task("router")
         if drain_bus:
-            await _step("drain router", asyncio.shield(router_task))
-            await _step("drain lanes", kernel.conversations.lanes.wait_idle())
+            await shutdown_step("drain router", asyncio.shield(router_task))
+            await shutdown_step("drain lanes", kernel.conversations.lanes.wait_idle())
         leftovers = await kernel.conversations.lanes.shutdown(grace)
         if leftovers:
             logger.info("%d queued turn(s) left for resumption", len(leftovers))
         outbox = kernel.delivery.outbox
-        await _step("flush outbox", asyncio.wait_for(outbox.wait_idle(), OUTBOX_FLUSH_S))
+        await shutdown_step("flush outbox", asyncio.wait_for(outbox.wait_idle(), OUTBOX_FLUSH_S))
         await self.kernel_tasks.stop()
         await outbox.cancel_active()
-        await _step("close channels", kernel.close_channels())
+        await shutdown_step("close channels", kernel.close_channels())
 
     def _signals(self, reloader: Reloader) -> contextlib.AbstractContextManager[None]:
         return stop_and_reload_signals(
@@ -405,26 +385,6 @@ class Daemon:
             request_stop=self.request_stop,
             on_sighup=reloader.on_sighup,
         )
-
-
-async def _step(name: str, awaitable: Awaitable[object]) -> None:
-    """Run one shutdown step; a failure is logged and the next step still runs."""
-    try:
-        await awaitable
-    except TimeoutError:
-        logger.warning("shutdown step %r timed out", name)
-    except Exception:
-        logger.exception("shutdown step %r failed", name)
-
-
-async def _wake_others(store: Store) -> None:
-    """After a clean stop, tell the other replicas to take what this one left (queued turns
-    it did not start, messages journaled for its chats) now rather than at their next sweep."""
-    if store.leases.shared:
-        try:
-            await store.leases.wake(["*"])
-        except StoreError as exc:
-            logger.warning("could not wake the other replicas: %s", exc)
 
 
 def _reuse(channel: Channel) -> Channel:

@@ -8,8 +8,12 @@ resource never leaks (PTB ``Application.__aenter__``).
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable
 from types import TracebackType
 from typing import Any, Self
+
+logger = logging.getLogger(__name__)
 
 
 class StartClose:
@@ -50,3 +54,13 @@ async def cancel_and_wait(task: asyncio.Task[Any]) -> None:
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             raise
+
+
+async def shutdown_step(name: str, awaitable: Awaitable[object]) -> None:
+    """Run one shutdown step; a failure is logged and the next step still runs."""
+    try:
+        await awaitable
+    except TimeoutError:
+        logger.warning("shutdown step %r timed out", name)
+    except Exception:
+        logger.exception("shutdown step %r failed", name)

@@ -25,7 +25,7 @@ from typing import Final
 from bot.config.settings import Settings
 from bot.errors import StoreError
 from bot.messages import utc_now
-from bot.ports import ReplicaStore
+from bot.ports import ReplicaStore, Store
 from bot.records import Replica
 
 logger = logging.getLogger(__name__)
@@ -144,3 +144,13 @@ class ReplicaHeartbeat:
             started_at=self.replica.started_at,
             heartbeat_at=now,
         )
+
+
+async def wake_others(store: Store) -> None:
+    """After a clean stop, tell the other replicas to take what this one left (queued turns
+    it did not start, messages journaled for its chats) now rather than at their next sweep."""
+    if store.leases.shared:
+        try:
+            await store.leases.wake(["*"])
+        except StoreError as exc:
+            logger.warning("could not wake the other replicas: %s", exc)

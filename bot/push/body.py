@@ -19,7 +19,7 @@ from bot.ports.push import (
     PushText,
     RunAgent,
 )
-from bot.push.pusher import safe_name
+from bot.push.spool import safe_name
 
 MAX_KEY_CHARS = 200
 

@@ -28,7 +28,6 @@ import logging
 import mimetypes
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePath
 
 from bot.config.settings import Settings
 from bot.delivery.files import NOT_PUBLISHED, FileRefused, FileTooLarge, read_published
@@ -43,14 +42,13 @@ from bot.messages import (
     OutboundFile,
     Sender,
 )
-from bot.pipeline.bus import Accepted, InboundBus
+from bot.pipeline.bus import InboundBus
 from bot.pipeline.journal import Journal
 from bot.pipeline.sessions import ChatAddress
 from bot.ports import Admission, ChannelCapabilities, Store
 from bot.ports.chats import chats_of
 from bot.ports.push import (
     AWAITING_PICKUP,
-    PICKED_UP,
     PUSH_TAG,
     DeliveryState,
     PushFile,
@@ -64,6 +62,8 @@ from bot.ports.push import (
     delivery_id_for,
     kind_of,
 )
+from bot.push.pickup import LATEST_PUSH, pick_up
+from bot.push.spool import keep_pushed_file
 from bot.push.status import delivery_report
 from bot.records import OutboxItem
 
@@ -75,8 +75,6 @@ NO_ROOTS = (
 )
 NOT_PUBLISHED_PATH = f"file.path {NOT_PUBLISHED}"
 
-PICKUP_INTERVAL_S = 1.0
-LATEST_PUSH = "push.latest"
 """A setting the CLI moves after recording a push into a store no replica is woken on."""
 OPERATOR_NAME = "operator"
 
@@ -251,7 +249,9 @@ class Pusher:
                 f" {caps.max_file_bytes}",
             )
         root = self._deps.settings().workspace_root
-        path = await asyncio.to_thread(_spool, root, target.delivery_id, push.name, content)
+        path = await asyncio.to_thread(
+            keep_pushed_file, root, target.delivery_id, push.name, content
+        )
         size = len(content)
         items: list[OutboxItem] = []
         writer = await self._writer(target, items)
@@ -350,33 +350,9 @@ class Pusher:
         return False
 
     async def pick_up(self, ready: asyncio.Event) -> None:
-        """The kernel loop ``pushes`` of a daemon alone on its store: send rows the CLI
-        recorded (``repoll``: within a second, not at the next outbox poll) and put prompts it
-        recorded on the bus (on a shared store the ``ownership`` sweep takes those). It starts
-        once the daemon is ready, after crash recovery took what was left before."""
-        if self._deps.intake is None:
-            return
-        bus = self._deps.intake.bus
-        await ready.wait()
-        latest = await self._store.settings.get(LATEST_PUSH)
-        while True:
-            if (newest := await self._store.settings.get(LATEST_PUSH)) != latest:
-                latest = newest
-                if self._deps.repoll is not None:
-                    self._deps.repoll()  # rows the CLI recorded: send them now
-            for entry in await self._store.inbound.unfinished():
-                if entry.reason != AWAITING_PICKUP:
-                    continue
-                await Journal(self._store.inbound).noted(entry, PICKED_UP)
-                bus.put_recovered(
-                    Accepted(
-                        entry_id=entry.id,
-                        message=entry.message,
-                        correlation_id=entry.correlation_id,
-                    )
-                )
-                logger.info("push delivery=%s picked up from the journal", entry.correlation_id)
-            await asyncio.sleep(PICKUP_INTERVAL_S)
+        """The kernel loop ``pushes`` of a daemon alone on its store (``bot.push.pickup``)."""
+        if self._deps.intake is not None:
+            await pick_up(self._store, self._deps.intake.bus, self._deps.repoll, ready)
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -405,23 +381,3 @@ def _without_account(delivery: Delivery) -> Delivery:
     first of two repeats may have lacked (nothing had been received from the chat yet)."""
     bare = dataclasses.replace(delivery.destination, account_id="")
     return dataclasses.replace(delivery, destination=bare)
-
-
-def _spool(workspace_root: Path, delivery_id: str, name: str, content: bytes) -> Path:
-    """Keep the push's bytes under ``<workspace_dir>/pushes/<id>/`` (a path with no link in
-    it, as ``read_outbound`` wants); a repeat of the request finds them kept already."""
-    path = workspace_root.resolve() / "pushes" / delivery_id / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        temporary = path.with_name(f".{path.name}.part")
-        temporary.write_bytes(content)
-        temporary.replace(path)
-    return path
-
-
-def safe_name(name: str) -> str:
-    """A file name without any directory part or control characters (content sent along is
-    stored under it); ``file`` when nothing usable is left."""
-    base = PurePath(name.replace("\\", "/")).name
-    cleaned = "".join(char for char in base if char.isprintable())
-    return "file" if cleaned in {"", ".", ".."} else cleaned

@@ -1,7 +1,8 @@
-"""Removing pushed files kept under ``<workspace_dir>/pushes/<delivery id>/`` once done.
+"""Pushed files kept under ``<workspace_dir>/pushes/<delivery id>/``: written when a push is
+recorded, removed once done.
 
-A file push keeps its bytes there when it is recorded, so every attempt sends what was
-checked (``bot.push.pusher``). A folder may go once its delivery is finished: every
+A file push keeps its bytes there when it is recorded (``keep_pushed_file``), so every attempt
+sends what was checked (``bot.push.pusher``). A folder may go once its delivery is finished: every
 outbox row sent, or the rows purged; a dead one only after ``journal_retention_days``, since
 an operator may still ``outbox retry`` it. A folder with no row at all may also be a push
 being recorded right now (the bytes are kept first), so it goes only after ``RECORD_GRACE``.
@@ -21,7 +22,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from bot.ports import Store
 from bot.ports.push import DeliveryState
@@ -115,3 +116,23 @@ def _remove(path: Path) -> bool:
             continue  # another replica is removing it too: look again
         return True
     return False
+
+
+def keep_pushed_file(workspace_root: Path, delivery_id: str, name: str, content: bytes) -> Path:
+    """Keep the push's bytes under ``<workspace_dir>/pushes/<id>/`` (a path with no link in
+    it, as ``read_outbound`` wants); a repeat of the request finds them kept already."""
+    path = workspace_root.resolve() / "pushes" / delivery_id / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        temporary = path.with_name(f".{path.name}.part")
+        temporary.write_bytes(content)
+        temporary.replace(path)
+    return path
+
+
+def safe_name(name: str) -> str:
+    """A file name without any directory part or control characters (content sent along is
+    stored under it); ``file`` when nothing usable is left."""
+    base = PurePath(name.replace("\\", "/")).name
+    cleaned = "".join(char for char in base if char.isprintable())
+    return "file" if cleaned in {"", ".", ".."} else cleaned

@@ -1,5 +1,5 @@
-"""The remote agent's URL may carry credentials; logs and error texts never show them
-(finding 12)."""
+"""The remote agent's URL may carry credentials; logs and error texts never show
+them."""
 
 from __future__ import annotations
 

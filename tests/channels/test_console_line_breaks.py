@@ -1,4 +1,4 @@
-"""Line breaks survive on a terminal (issue 32, finding 4): a command reply such as ``/help``
+"""Line breaks survive on a terminal: a command reply such as ``/help``
 is one line per command, not one paragraph; Markdown is still rendered."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The console's trace search finds a message from the ``ref`` of an error reply (its turn's
-correlation id) as ``switchboard trace`` does (issue 32, finding 2)."""
+correlation id) as ``switchboard trace`` does."""
 
 from __future__ import annotations
 

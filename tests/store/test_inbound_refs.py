@@ -1,6 +1,6 @@
 """Finding journal entries by the reference a user is shown: a turn's correlation id (the
 ``ref`` in an error reply, also a ``run_agent`` push's delivery id), through an index on both
-backends (issue 32, finding 2)."""
+backends."""
 
 from __future__ import annotations
 

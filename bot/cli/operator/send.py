@@ -42,7 +42,7 @@ from bot.ports.push import (
 from bot.push.api import receipt_json, report_json
 from bot.push.assembly import cli_pusher
 from bot.push.body import checked_key
-from bot.push.pusher import safe_name
+from bot.push.spool import safe_name
 from bot.push.status import DeliveryReport, delivery_report
 from bot.registry import capabilities_of
 from bot.text.escape import escape_controls

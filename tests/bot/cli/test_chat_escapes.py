@@ -1,5 +1,5 @@
 """``switchboard chat`` shows the agent's text and a file name the model chose with their
-terminal escapes visible, not acted on (finding 20); Markdown still renders."""
+terminal escapes visible, not acted on; Markdown still renders."""
 
 from __future__ import annotations
 

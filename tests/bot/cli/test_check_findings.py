@@ -1,4 +1,4 @@
-"""``switchboard check`` names what will go wrong before the daemon runs (issue 32, finding 3):
+"""``switchboard check`` names what will go wrong before the daemon runs:
 each problem as a warning or an error with the key and the fix; errors exit 1."""
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def test_a_failed_probe_gets_the_hint_that_fits_its_reason(detail: str, says: st
 
 def test_as_root_the_state_dir_is_checked_for_the_service_user(tmp_path: Path) -> None:
     """Root may write anywhere: what ``check`` run as root must ask is whether the unit's user
-    may (finding 3, "a state dir the service user cannot write")."""
+    may."""
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     owner = state.stat().st_uid

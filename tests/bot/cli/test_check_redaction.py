@@ -1,5 +1,5 @@
-"""``switchboard check`` shows where the model is, never the credentials in its URL
-(finding 12)."""
+"""``switchboard check`` shows where the model is, never the credentials in its
+URL."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A command line without surprises (issue 32, findings 5 and 6): a closed pipe ends quietly,
+"""A command line without surprises: a closed pipe ends quietly,
 ``--version``, a subcommand's own usage on its errors, one ``--run-agent PROMPT`` form."""
 
 from __future__ import annotations

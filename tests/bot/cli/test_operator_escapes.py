@@ -1,4 +1,4 @@
-"""Operator output never lets a stranger's text drive the terminal (finding 20).
+"""Operator output never lets a stranger's text drive the terminal.
 
 A display name, a file name the model chose or an audit detail can carry terminal escapes
 (``ESC ]0;…BEL`` retitles the window, ``ESC [2J`` clears it, cursor movement rewrites the row

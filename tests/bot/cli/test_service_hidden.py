@@ -1,4 +1,4 @@
-"""``service install`` and ``check`` from a virtualenv under /tmp (issue 32, finding 10): the
+"""``service install`` and ``check`` from a virtualenv under /tmp: the
 system unit's ``PrivateTmp=yes`` would hide the program, so both say so, naming the path."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every reference a user is shown can be traced: the ``ref`` of an error reply is the turn's
 correlation id, and ``switchboard trace REF`` finds its message; ``switchboard conversations
---messages`` lists the recent inbound ids to trace (issue 32, finding 2)."""
+--messages`` lists the recent inbound ids to trace."""
 
 from __future__ import annotations
 

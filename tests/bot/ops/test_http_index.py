@@ -1,6 +1,6 @@
 """``GET /`` and ``/favicon.ico`` on the daemon's HTTP server: the root leads to the console
 when it is mounted, else it answers an index of the endpoints that are on; the icon is a
-small cacheable SVG (issue 32, finding 7)."""
+small cacheable SVG."""
 
 from __future__ import annotations
 

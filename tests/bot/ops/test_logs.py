@@ -89,7 +89,7 @@ def test_json_mode_is_one_object_per_line(tmp_path: Path, monkeypatch: pytest.Mo
 def test_an_unsigned_slack_request_body_is_never_logged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """slack_bolt logs the raw body of a badly signed request at INFO (finding 4)."""
+    """slack_bolt logs the raw body of a badly signed request at INFO."""
     headers = {"x-slack-signature": "v0=forged", "x-slack-request-timestamp": str(int(time.time()))}
     with daemon_log(tmp_path, monkeypatch) as log:
         log.configure(settings_with(tmp_path))
@@ -109,7 +109,7 @@ def test_an_unsigned_slack_request_body_is_never_logged(
 async def test_telegram_token_and_webhook_secret_never_reach_the_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """PTB's DEBUG lines carry ``…/bot<TOKEN>`` and the ``setWebhook`` parameters (finding 5)."""
+    """PTB's DEBUG lines carry ``…/bot<TOKEN>`` and the ``setWebhook`` parameters."""
     webhook = {"url": "https://bot.example.com/tg", "secret_token": WEBHOOK_SECRET}
     block = {"token": TOKEN, "mode": "webhook", "webhook": webhook}
     settings = settings_with(tmp_path, channels={"telegram": block})
@@ -149,7 +149,7 @@ def test_secrets_added_by_a_reload_are_redacted_too(
 def test_under_journald_every_line_carries_its_priority(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """journald reads ``<N>`` per line (finding 13): ``journalctl -p warning`` then works."""
+    """journald reads ``<N>`` per line: ``journalctl -p warning`` then works."""
     with daemon_log(tmp_path, monkeypatch) as log:
         found = log.path.stat()
         monkeypatch.setenv("JOURNAL_STREAM", f"{found.st_dev}:{found.st_ino}")

@@ -1,5 +1,5 @@
-"""The README's push example works as written, for a chat the bot has not heard from yet
-(issue 32, finding 7): the ``curl`` command is read from the README and sent, headers and body
+"""The README's push example works as written, for a chat the bot has not heard from yet:
+the ``curl`` command is read from the README and sent, headers and body
 as they are, to a daemon with the push API on and the example's channel enabled."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a channel that cannot connect writes to the log (design §12, finding 14).
+"""What a channel that cannot connect writes to the log (design §12).
 
 One line per retry with the error and the backoff, the traceback once per outage, and one
 line when the channel connects again — not a 100-line traceback every few seconds.
