@@ -43,7 +43,7 @@ root (``app``, ``kernel``) wires all of those, and the command line starts it. T
 console is an operator surface beside the command line; what the two share lives in
 ``operator``, never in one of them; ``switchboard run`` hands the console to the daemon as an
 HTTP mount."""
-ROOMS = {"push": 5, "schedules": 5, "takeover": 5, "fleet": 5}
+ROOMS = {"push": 5, "schedules": 5, "takeover": 5, "fleet": 5, "approvals": 5, "usage": 5}
 """The features' rooms (design §1): each feature's kernel code in one package, above the pipeline
 it plugs a step into and below the composition root that assembles it. A room never imports
 another room."""
@@ -51,6 +51,8 @@ CONTRACTS = {
     "bot.fleet.fence": "delivery checks the fence before it acts for a chat",
     "bot.takeover.config": "the settings schema is composed of the rooms' sections",
     "bot.push.config": "the settings schema is composed of the rooms' sections",
+    "bot.approvals.config": "the settings schema is composed of the rooms' sections",
+    "bot.usage.config": "the settings schema is composed of the rooms' sections",
 }
 """A room's modules the layers below may import, and why: leaves that import only the root
 types, the ports and the settings."""
@@ -61,6 +63,8 @@ FEATURE_WORDS = {
     "fleet": ("replica", "rebalance", "ownership", "fence", "lease", "shared_storage"),
     "revisions": ("revision", "revised"),
     "listen": ("listen", "group_context"),
+    "approvals": ("approval",),
+    "usage": ("usage", "budget"),
 }
 """How a feature's modules are named, to find them wherever they are."""
 MAX_FEATURE_FOLDERS = 2

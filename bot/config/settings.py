@@ -17,12 +17,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from typing_extensions import override
 
+from bot.approvals.config import ApprovalSettings
 from bot.config.console_settings import WebConsoleSettings
 from bot.config.http import HttpSettings
 from bot.config.listen import ListenSettings
 from bot.config.revisions import EditAfterAnswer
 from bot.config.store import StoreSettings
 from bot.takeover.config import TakeoverAccess
+from bot.usage.config import UsageSettings
 
 DEFAULT_MODEL_BASE_URL = "https://api.openai.com/v1"
 CONFIG_VERSION = 1
@@ -89,6 +91,7 @@ class AgentSettings(Section):
     max_concurrent_runs: int = Field(default=64, ge=1)
     max_upload_bytes: int = Field(default=20 * 1024 * 1024, ge=0)
     remote: RemoteSettings = RemoteSettings()
+    approvals: ApprovalSettings = ApprovalSettings()
 
 
 class ConversationSettings(Section):
@@ -338,6 +341,8 @@ class Settings(Section):
     schedules: ScheduleSettings = ScheduleSettings()
     console: WebConsoleSettings = WebConsoleSettings()
     """The operator console in the browser (design §23); not ``channels.console``."""
+    usage: UsageSettings = UsageSettings()
+    """Prices, budgets and rate limits (design §25)."""
     workspace_dir: Path | None = None
     """Where per-thread workspaces live (``<workspace_dir>/threads/<thread_id>``); default
     ``state_dir``. Several replicas on one PostgreSQL store need it on shared storage."""

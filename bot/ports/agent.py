@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from bot.messages import (
     Sender,
@@ -42,6 +42,9 @@ class Turn:
     chat_context: str = ""
     """Recent group messages not addressed to the bot, as a block the model reads before
     ``text`` (``group_policy: listen``, design §20); empty: none."""
+    resume_decisions: tuple[Decision, ...] | None = None
+    """The decisions on a paused run's ``ApprovalRequest``, one per action in its order:
+    the run resumes with them (LangChain's ``{"decisions": [...]}``) instead of ``text``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +65,53 @@ class ClarificationRequest:
     options: tuple[str, ...] = ()
 
 
+DecisionType = Literal["approve", "edit", "reject"]
+"""LangChain's human-in-the-loop decision types that chat offers (``respond`` is not one:
+an agent that asks the user uses a clarification, design §7)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionRequest:
+    """One tool call a paused run waits on: LangChain's ``ActionRequest`` with the decisions
+    its ``ReviewConfig`` allows."""
+
+    name: str
+    args: str
+    """The call's arguments as a JSON object (text, so the value stays frozen)."""
+    description: str = ""
+    allowed: tuple[DecisionType, ...] = ("approve", "edit", "reject")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequest:
+    """The agent paused before tool calls that need a person's decision (LangChain's
+    ``HITLRequest``); the run ends after this event and resumes with ``Turn.resume_decisions``."""
+
+    actions: tuple[ActionRequest, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """A person's decision on one ``ActionRequest`` (LangChain's ``Decision``)."""
+
+    type: DecisionType
+    args: str | None = None
+    """``edit``: the arguments to run the tool with, a JSON object."""
+    message: str | None = None
+    """``reject``: the reason the model reads."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelUsage:
+    """What the provider reported one model call used; ``None``: not reported (unknown,
+    never zero). Yielded once per model call, before the run's last event."""
+
+    model: str
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_tokens: int | None = None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PresentedFile:
     path: Path
@@ -74,7 +124,9 @@ class FinalAnswer:
     files: tuple[PresentedFile, ...] = ()
 
 
-AgentEvent = TextDelta | ToolActivity | ClarificationRequest | FinalAnswer
+AgentEvent = (
+    TextDelta | ToolActivity | ModelUsage | ClarificationRequest | ApprovalRequest | FinalAnswer
+)
 
 
 class AgentBackend(Protocol):
@@ -82,8 +134,9 @@ class AgentBackend(Protocol):
 
     Implementations are constructed as ``Backend(settings: bot.config.settings.Settings)`` by the
     registry (no I/O in ``__init__``), then ``start()``-ed. ``run`` yields events and ends
-    after a ``FinalAnswer`` or a ``ClarificationRequest``; the next ``run`` with
-    ``Turn.resume_answer`` set continues a paused run.
+    after a ``FinalAnswer``, a ``ClarificationRequest`` or an ``ApprovalRequest``; the next
+    ``run`` with ``Turn.resume_answer`` (or ``Turn.resume_decisions``) set continues a paused
+    run.
     """
 
     @property
