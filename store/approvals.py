@@ -214,7 +214,7 @@ class SqlApprovalStore(ApprovalStore):
             params.extend(key_values(key))
         params.append(limit)
         rows = await self._db.rows(
-            f"{_SELECT} WHERE {' AND '.join(where)} {self._newest_first} LIMIT ?",  # noqa: S608 - fragments, not values
+            f"{_SELECT} WHERE {' AND '.join(where)} {self._newest_first} LIMIT ?",
             params,
         )
         return [self._approval(row) for row in rows]

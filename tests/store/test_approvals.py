@@ -13,7 +13,8 @@ import pytest
 
 from bot.errors import StoreError
 from bot.messages import ChatType, ConversationKey
-from bot.ports.approvals import Approval, ApprovalRun, ApprovalState, Decided
+from bot.ports.approvals import Approval, ApprovalRun, ApprovalState, Decided, approvals_of
+from store.approvals import SqlApprovalStore
 from tests.store.support import START, BackendStore, StoreFactory, key
 
 TTL = timedelta(minutes=30)
@@ -55,6 +56,7 @@ def approve(by: str = "telegram:u2", *, at: datetime = START) -> Decided:
 
 
 async def test_a_run_and_its_approvals_read_back_in_position_order(store: BackendStore) -> None:
+    assert isinstance(approvals_of(store), SqlApprovalStore)  # the daemon finds them
     run = paused()
     second, first = action(run, 1), action(run, 0)
     await store.approvals.add(run, [second, first])  # recorded out of order on purpose
