@@ -175,6 +175,16 @@ class SqlApprovalStore(ApprovalStore):
         return await self._db.row(_CLAIM, (self._time(now), run_id)) is not None
 
     @override
+    async def settled_runs(self, limit: int = 100) -> list[ApprovalRun]:
+        rows = await self._db.rows(
+            "SELECT * FROM approval_runs WHERE resumed_at IS NULL AND NOT EXISTS"
+            " (SELECT 1 FROM approvals WHERE run_id = approval_runs.id AND state = 'pending')"
+            " ORDER BY created_at, id LIMIT ?",
+            (limit,),
+        )
+        return [approval_run(self._db.dialect.columns(row)) for row in rows]
+
+    @override
     async def expire_due(self, now: datetime) -> list[Approval]:
         """Oldest first; an approval decided meanwhile is not pending and not returned."""
         rows = await self._db.rows(

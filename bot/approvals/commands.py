@@ -7,7 +7,9 @@ import functools
 
 from bot.approvals.book import ApprovalBook
 from bot.approvals.step import person_of, resume
+from bot.commands.admin import approve_pairing
 from bot.commands.registry import Command, CommandCall, CommandRegistry
+from bot.pipeline.access import Role
 from bot.pipeline.lanes import Lanes
 from bot.ports.agent import Decision, DecisionType
 
@@ -22,9 +24,15 @@ USAGE = {
 async def _decide(
     book: ApprovalBook | None, lanes: Lanes | None, choice: DecisionType, call: CommandCall
 ) -> str:
+    approval_id, _, rest = call.raw_args.strip().partition(" ")
+    if (
+        choice == "approve"
+        and call.role is Role.ADMIN
+        and not await _is_approval(book, approval_id)
+    ):
+        return await approve_pairing(call)  # an access request's code (design §10)
     if book is None or lanes is None or not book.available:
         return OFF
-    approval_id, _, rest = call.raw_args.strip().partition(" ")
     rest = rest.strip()
     if not approval_id or (choice == "edit" and not rest):
         return f"Usage: `{USAGE[choice]}` (the ID is on the request's message)."
@@ -41,12 +49,16 @@ async def _decide(
     return verdict.text
 
 
+async def _is_approval(book: ApprovalBook | None, approval_id: str) -> bool:
+    return book is not None and bool(approval_id) and await book.get(approval_id) is not None
+
+
 def register_approval_commands(
     registry: CommandRegistry, book: ApprovalBook | None, lanes: Lanes | None
 ) -> None:
     """The typed decisions acting on ``book`` (``None``: a registry that only lists them)."""
     summaries = {
-        "approve": "run the tool call waiting for approval under this ID",
+        "approve": "run the tool call waiting under this ID (admins: or an access request's code)",
         "reject": "refuse the tool call waiting under this ID (the reason goes to the agent)",
         "edit": "run the waiting tool call with these arguments instead",
     }

@@ -153,7 +153,7 @@ class TurnRunner:
             logger.exception("creating a thread crashed key=%s", request.key.describe())
             await self._no_thread(request, channel, AgentError("an internal error"))
             return
-        replies = self._replies(channel, request, conversation, conversation)
+        replies = self._replies(channel, request, conversation, _correlation(request, conversation))
         ctx = replies.ctx
         await self._mark_turn(request, ctx.correlation_id, agent_started=False, thread=conversation)
         outcome = "ok"
@@ -480,6 +480,14 @@ def failure_text(reason: str, reference: str) -> str:
     if fragment[:1].isupper() and not fragment[1:2].isupper():
         fragment = fragment[0].lower() + fragment[1:]
     return f"⚠️ Sorry, I could not finish this reply: {fragment}. (ref `{reference}`)"
+
+
+def _correlation(request: TurnRequest, thread_id: str) -> str:
+    """What a turn with no message of its own is keyed by: a resumed run by its run (each
+    resumption answers once), anything else by its thread."""
+    if request.resumed is not None:
+        return f"approval-{request.resumed.run_id}"
+    return thread_id
 
 
 def _system_sender() -> Sender:

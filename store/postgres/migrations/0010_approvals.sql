@@ -17,6 +17,8 @@ CREATE TABLE approval_runs (
     resumed_at     TIMESTAMPTZ
 );
 CREATE INDEX approval_runs_correlation ON approval_runs (correlation_id);
+-- The daemon's sweep looks for runs not yet resumed every few seconds.
+CREATE INDEX approval_runs_unresumed ON approval_runs (created_at) WHERE resumed_at IS NULL;
 
 CREATE TABLE approvals (
     id              TEXT        PRIMARY KEY,

@@ -59,7 +59,7 @@ async def test_approve_resumes_the_run_once_and_the_request_shows_who_decided(
 
 
 async def test_a_press_by_someone_not_allowed_changes_nothing(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, access={"group_policy": "open"})
+    settings = make_settings(tmp_path)
     channel, agent = FakeChannel(), FakeAgent()
     async with running(settings, [channel], agent) as daemon:
         await channel.inject(group(WRITE, message_id="1", mentions_bot=True))
@@ -93,7 +93,7 @@ async def test_typed_reject_and_edit_carry_the_reason_and_the_arguments(tmp_path
         await channel.inject(dm(WRITE, message_id="1"))
         first, payloads = _request(await channel.wait_text("Approval needed"))
         await channel.inject(_press(payloads["edit"], "p1"))
-        template = await channel.wait_text(f"/edit {first}")
+        template = await channel.wait_text("To run")
         assert '"path": "a.txt"' in template.text
         await channel.inject(dm(f"/edit {first} not json", message_id="2"))
         await channel.wait_text("not valid JSON")
