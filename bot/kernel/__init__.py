@@ -39,6 +39,7 @@ from bot.takeover.commands import register_mute_commands
 from bot.takeover.handoff import HandoffDeps, Handoffs
 from bot.takeover.mutes import MuteBook
 from bot.takeover.takeover import Takeover
+from bot.usage.commands import register_usage_commands
 
 logger = logging.getLogger(__name__)
 
@@ -222,6 +223,7 @@ def assemble_conversations(
     commands = default_registry(
         register_schedule_commands,
         functools.partial(register_mute_commands, takeover=takeover),
+        register_usage_commands,
     )
     route = RouterDeps(
         settings=settings,

@@ -29,6 +29,7 @@ from bot.ports import Store
 from bot.push.step import OperatorPushes
 from bot.takeover.step import HeldByHumans
 from bot.takeover.takeover import Takeover
+from bot.usage.assembly import usage_gate
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +81,7 @@ def route_steps(deps: RouterDeps, takeover: Takeover) -> tuple[RouteStep, ...]:
         Unaddressed(addressing, heard, actions),
         ConversationKeys(talk.sessions),
         HeldByHumans(takeover),
+        usage_gate(settings, deps.store, role_of=access.role, actions=actions),
         SubmitTurn(heard, actions),
     )
 
