@@ -18,7 +18,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from bot.messages import utc_now
+from bot.messages import InboundMessage, utc_now
+from bot.pipeline.access import Role
 from bot.ports.usage import UsageFilter, UsageStore, UsageTotal
 from bot.usage.config import Budget, BudgetPeriod, BudgetScope, UsageSettings
 from bot.usage.wording import amount, moment, money, platform
@@ -35,6 +36,16 @@ class Requester:
     chat_id: str
     user_id: str
     is_admin: bool
+
+
+def requester(message: InboundMessage, role: Role) -> Requester:
+    return Requester(
+        channel=message.channel,
+        account_id=message.account_id,
+        chat_id=message.chat_id,
+        user_id=message.sender.id,
+        is_admin=role is Role.ADMIN,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

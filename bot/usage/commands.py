@@ -20,9 +20,8 @@ from bot.commands.markdown import code
 from bot.commands.registry import Command, CommandCall, CommandRegistry, Subcommand
 from bot.messages import utc_now
 from bot.ports.usage import UsageDimension, UsageFilter, UsageStore, UsageTotal, usage_of
-from bot.usage.budgets import Budgets, Standing, period_of
+from bot.usage.budgets import Budgets, Standing, period_of, requester
 from bot.usage.config import BudgetPeriod, UsageSettings
-from bot.usage.step import requester
 from bot.usage.wording import amount, moment, money
 
 OFF = "Usage is not counted here (the store keeps none)."

@@ -19,7 +19,7 @@ from bot.pipeline.access import Role
 from bot.pipeline.bus import Accepted
 from bot.pipeline.journal import Journal
 from bot.pipeline.route import RouteActions, RouteStep, Routing
-from bot.usage.budgets import Budgets, Requester
+from bot.usage.budgets import Budgets, requester
 from bot.usage.rate import MessageRate
 
 logger = logging.getLogger(__name__)
@@ -28,16 +28,6 @@ RATE_LIMITED = "rate_limited"
 """The outcome of a message past its sender's ``usage.messages_per_minute``."""
 OVER_BUDGET = "over_budget"
 """The outcome of a message a spent budget holds."""
-
-
-def requester(message: InboundMessage, role: Role) -> Requester:
-    return Requester(
-        channel=message.channel,
-        account_id=message.account_id,
-        chat_id=message.chat_id,
-        user_id=message.sender.id,
-        is_admin=role is Role.ADMIN,
-    )
 
 
 class UsageGate(RouteStep):
