@@ -1,0 +1,2 @@
+-- Schema 12: a placeholder on the usage branch for the approvals migration (branch
+-- store_approvals) so that schema 13 follows without a gap; that branch's file replaces it.

@@ -1,0 +1,2 @@
+-- Schema 10: a placeholder on the usage branch for the approvals migration (branch
+-- store_approvals) so that schema 11 follows without a gap; that branch's file replaces it.
