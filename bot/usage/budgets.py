@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 from bot.messages import InboundMessage, utc_now
 from bot.pipeline.access import Role
-from bot.ports.usage import UsageFilter, UsageStore, UsageTotal
+from bot.ports.usage import UsageFilter, UsageStore
 from bot.usage.config import Budget, BudgetPeriod, BudgetScope, UsageSettings
 from bot.usage.wording import amount, moment, money, platform
 
@@ -131,50 +131,37 @@ class Budgets:
         self._store = store
         self._clock = clock
 
-    @property
-    def counted(self) -> bool:
-        """Whether the store keeps usage at all."""
-        return self._store is not None
-
-    def now(self) -> datetime:
-        return self._clock()
-
     def applying(self, who: Requester) -> list[Budget]:
-        """The budgets that hold ``who``'s messages here."""
+        """The budgets that hold ``who``'s messages here (none without a usage store)."""
         usage = self._settings()
+        if self._store is None:
+            return []
         return [budget for budget in usage.budgets if _holds(budget, who, usage)]
 
     async def standings(self, who: Requester) -> list[Standing]:
         """Each budget that holds ``who``, with what is used of it in its current period."""
-        if self._store is None:
-            return []
-        usage, now = self._settings(), self._clock()
-        zone = ZoneInfo(usage.timezone)
-        found = []
-        for budget in self.applying(who):
-            period = period_of(now, budget.per, zone)
-            total = await self._total(scope_filter(budget, who, period.start))
-            used = total.tokens if budget.tokens is not None else total.cost
-            found.append(Standing(budget=budget, used=used, period=period))
-        return found
+        now = self._clock()
+        return [await self._standing(budget, who, now) for budget in self.applying(who)]
 
     async def check(self, who: Requester) -> Refusal | None:
         """The first spent budget that holds ``who`` (in configuration order), or ``None``."""
-        if self._store is None or not self.applying(who):
-            return None
-        for standing in await self.standings(who):
+        now = self._clock()
+        for budget in self.applying(who):
+            standing = await self._standing(budget, who, now)
             if standing.exhausted:
-                return self._refusal(standing, who)
+                return self._refusal(standing, who, now)
         return None
 
-    async def _total(self, where: UsageFilter) -> UsageTotal:
-        assert self._store is not None  # noqa: S101 - checked by the callers
-        (total,) = await self._store.totals(where)
-        return total
+    async def _standing(self, budget: Budget, who: Requester, now: datetime) -> Standing:
+        assert self._store is not None  # noqa: S101 - without one, no budget applies
+        period = period_of(now, budget.per, ZoneInfo(self._settings().timezone))
+        (total,) = await self._store.totals(scope_filter(budget, who, period.start))
+        used = total.tokens if budget.tokens is not None else total.cost
+        return Standing(budget=budget, used=used, period=period)
 
-    def _refusal(self, standing: Standing, who: Requester) -> Refusal:
+    def _refusal(self, standing: Standing, who: Requester, now: datetime) -> Refusal:
         usage, budget = self._settings(), standing.budget
-        text = refusal_text(standing, who, usage, self._clock())
+        text = refusal_text(standing, who, usage, now)
         return Refusal(
             scope=budget.scope,
             per=budget.per,

@@ -22,7 +22,7 @@ from bot.messages import utc_now
 from bot.ports.usage import UsageDimension, UsageFilter, UsageStore, UsageTotal, usage_of
 from bot.usage.budgets import Budgets, Standing, period_of, requester
 from bot.usage.config import BudgetPeriod, UsageSettings
-from bot.usage.wording import amount, moment, money
+from bot.usage.wording import amount, moment, money, platform
 
 OFF = "Usage is not counted here (the store keeps none)."
 TOP = 10
@@ -68,7 +68,7 @@ def _limit_line(standing: Standing, now: datetime, zone: ZoneInfo) -> str:
     budget = standing.budget
     whose = {"user": "yours", "chat": "this chat's", "channel": "this channel's"}
     owner = whose.get(budget.scope, "the bot's")
-    on = f" on {budget.channel}" if budget.channel else ""
+    on = f" on {platform(budget.channel)}" if budget.channel else ""
     mark = "⛔" if standing.exhausted else "-"
     return (
         f"{mark} {owner} per {budget.per}{on}: {standing.describe()};"

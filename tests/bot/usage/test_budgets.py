@@ -175,7 +175,7 @@ async def test_a_cost_budget_counts_cost_not_tokens(sqlite: SqliteStore) -> None
     await sqlite.usage.record([row(MORNING, tokens_out=10, cost=1.5)])
     refusal = await held.check(ALICE)
     assert refusal is not None
-    assert (refusal.measure, refusal.used) == ("cost", pytest.approx(2.75))
+    assert (refusal.measure, refusal.used) == ("cost", 2.75)  # costs are summed exactly
     assert refusal.text.startswith("⛔ You have used 2.75 of your 2.50 in model costs for today.")
 
 

@@ -17,7 +17,7 @@ USAGE = {
     "prices": {"fake-model": {"input": 2.0, "output": 8.0}},
     "budgets": [
         {"scope": "user", "per": "day", "tokens": 200_000},
-        {"scope": "global", "per": "month", "cost": 100.0},
+        {"scope": "global", "per": "month", "cost": 100.0, "exempt_admins": False},
     ],
 }
 
