@@ -13,17 +13,17 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.config.settings import Settings
 from bot.delivery.assembly import Delivery
-from bot.delivery.progress import ProgressStream
+from bot.delivery.progress import OutboxSend, ProgressStream
 from bot.delivery.replies import ReplyContext
 from bot.delivery.writer import ReplyWriter
 from bot.errors import AgentError, ChatLost
 from bot.hub import ChannelHub
-from bot.messages import Reaction, Sender, utc_now
+from bot.messages import ConversationKey, Reaction, Sender, utc_now
 from bot.pipeline import revised_turns as revised
 from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.endings import EndingTurn, end_turn
@@ -37,12 +37,14 @@ from bot.pipeline.workspaces import ThreadWorkspaces
 from bot.ports import (
     AgentBackend,
     Channel,
+    ChannelCapabilities,
     ClarificationRequest,
     FinalAnswer,
     Store,
     TextDelta,
     Turn,
 )
+from bot.ports.agent import ApprovalRequest, ModelUsage
 from bot.ports.mutes import TurnHandoff
 from bot.ports.schedules import TurnScheduler
 from bot.records import InboundStatus
@@ -62,6 +64,39 @@ class TurnTools:
     turn's own lane (``CancelToken.quiet``)."""
 
 
+AskApproval = Callable[
+    [ApprovalRequest, ReplyContext, str, ChannelCapabilities, OutboxSend], Awaitable[object]
+]
+"""Record a paused run's approvals and post them (``ApprovalBook.ask``, design §24)."""
+
+
+async def _nothing(*_args: object) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnUsage:
+    """What a turn's model calls used, for the usage meter (design §25)."""
+
+    key: ConversationKey
+    user_id: str
+    thread_id: str
+    correlation_id: str
+    calls: tuple[ModelUsage, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnHooks:
+    """What the features' rooms do at points of a turn."""
+
+    ask_approval: AskApproval | None = None
+    """None: no store keeps approvals; a run that pauses for one fails visibly."""
+    moved_on: Callable[[str], Awaitable[None]] = _nothing
+    """A user's message starts a turn on the thread: a run paused there cannot resume."""
+    used: Callable[[TurnUsage], Awaitable[None]] = _nothing
+    """The turn's model usage, once it ends (however it ends)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnDeps:
     settings: Callable[[], Settings]
@@ -72,6 +107,7 @@ class TurnDeps:
     clarifications: Clarifications
     delivery: Delivery
     tools: TurnTools = TurnTools()
+    hooks: TurnHooks = TurnHooks()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,6 +135,7 @@ class TurnRunner:
         self._counters = deps.delivery.counters
         self._fence = deps.delivery.fence
         self._tools = deps.tools
+        self._hooks = deps.hooks
         self._workspaces = ThreadWorkspaces(lambda: self._settings().workspace_root)
 
     async def __call__(self, request: TurnRequest, token: CancelToken) -> None:
@@ -116,7 +153,7 @@ class TurnRunner:
             logger.exception("creating a thread crashed key=%s", request.key.describe())
             await self._no_thread(request, channel, AgentError("an internal error"))
             return
-        replies = self._replies(channel, request, conversation, conversation)
+        replies = self._replies(channel, request, conversation, _correlation(request, conversation))
         ctx = replies.ctx
         await self._mark_turn(request, ctx.correlation_id, agent_started=False, thread=conversation)
         outcome = "ok"
@@ -162,6 +199,8 @@ class TurnRunner:
     async def _thread_for(self, request: TurnRequest) -> str:
         if request.answered is not None:
             return request.answered.thread_id
+        if request.resumed is not None:
+            return request.resumed.thread_id
         return (await self._sessions.ensure_thread(request.key)).thread_id
 
     async def _run(
@@ -210,20 +249,35 @@ class TurnRunner:
             return "error"
 
     async def _consume(self, scope: _Scope, turn: Turn) -> str:
+        calls: list[ModelUsage] = []
+        try:
+            return await self._events(scope, turn, calls)
+        finally:
+            if calls:
+                await asyncio.shield(self._used(scope, tuple(calls)))
+
+    async def _events(self, scope: _Scope, turn: Turn, calls: list[ModelUsage]) -> str:
         timeout_s = self._settings().agent.run_timeout_s
         final: FinalAnswer | None = None
         try:
             async with asyncio.timeout(timeout_s):
                 await self._agent.ready()  # a crash while it loads does not count (design §11)
                 await self._mark_turn(scope.request, scope.replies.ctx.correlation_id)
+                if scope.request.resumed is None and scope.request.answered is None:
+                    await self._hooks.moved_on(scope.thread_id)
                 scope.stream.start()  # progress shows once the agent run begins
                 async with contextlib.aclosing(self._agent.run(scope.thread_id, turn)) as events:
                     async for event in events:
                         if isinstance(event, TextDelta):
                             scope.stream.add_text(event.text)
+                        elif isinstance(event, ModelUsage):
+                            calls.append(event)
                         elif isinstance(event, ClarificationRequest):
                             await self._ask(scope, event)
                             return "asked"
+                        elif isinstance(event, ApprovalRequest):
+                            await self._ask_approval(scope, event)
+                            return "approval"
                         elif isinstance(event, FinalAnswer):
                             final = event
         except TimeoutError:
@@ -231,12 +285,44 @@ class TurnRunner:
             reason = f"the agent did not finish within {timeout_s:g} seconds and was stopped"
             await self._fail(scope, reason)
             return "timeout"
-        await self._deliver(scope, final or FinalAnswer(text=scope.stream.text))
+        final = final or FinalAnswer(text=scope.stream.text)
+        if scope.request.resumed is not None and not final.text.strip() and not final.files:
+            await self._settled_quietly(scope)  # the paused run had already gone on
+            return "ok"
+        await self._deliver(scope, final)
         return "ok"
+
+    async def _used(self, scope: _Scope, calls: tuple[ModelUsage, ...]) -> None:
+        request = scope.request
+        user = request.items[-1].message.sender.id if request.items else ""
+        if request.resumed is not None:
+            user = request.resumed.asker_id
+        elif request.answered is not None:
+            user = request.answered.asked_user_id
+        usage = TurnUsage(
+            key=request.key,
+            user_id=user,
+            thread_id=scope.thread_id,
+            correlation_id=scope.replies.ctx.correlation_id,
+            calls=calls,
+        )
+        try:
+            await self._hooks.used(usage)
+        except Exception:
+            logger.exception("recording usage failed correlation=%s", usage.correlation_id)
 
     async def _build_turn(
         self, request: TurnRequest, channel: Channel, workspace: ThreadWorkspace, quiet: Quiet
     ) -> Turn:
+        if request.resumed is not None:
+            sender = request.items[-1].message.sender if request.items else _system_sender()
+            return Turn(
+                text="",
+                sender=sender,
+                resume_decisions=request.resumed.decisions,
+                scheduler=self._tools.scheduler_for(request),
+                handoff=self._tools.handoff_for(request, quiet),
+            )
         if request.answered is not None:
             sender = request.items[-1].message.sender if request.items else _system_sender()
             return Turn(
@@ -271,6 +357,30 @@ class TurnRunner:
             asked_user = request.answered.asked_user_id
         await self._clarifications.ask(event, ctx, asked_user, caps, self._outbox.send_now)
         await self._mark(request, InboundStatus.HANDLED, "asked")
+
+    async def _ask_approval(self, scope: _Scope, event: ApprovalRequest) -> None:
+        """The run paused before tool calls that need a person's decision (design §24)."""
+        if self._hooks.ask_approval is None:
+            raise AgentError(
+                "this tool call needs an approval, and approvals are not available here",
+                detail="approval requested without an approvals store",
+            )
+        placeholder = await scope.stream.close()
+        if scope.stream.text.strip():
+            await scope.replies.text(scope.stream.text, placeholder_id=placeholder)
+        request = scope.request
+        asker = request.items[-1].message.sender.id if request.items else ""
+        if request.resumed is not None:
+            asker = request.resumed.asker_id
+        elif request.answered is not None:
+            asker = request.answered.asked_user_id
+        ctx, caps = scope.replies.ctx, scope.channel.capabilities
+        await self._hooks.ask_approval(event, ctx, asker, caps, self._outbox.send_now)
+        await self._mark(request, InboundStatus.HANDLED, "awaiting approval")
+
+    async def _settled_quietly(self, scope: _Scope) -> None:
+        await scope.stream.close()
+        await self._mark(scope.request, InboundStatus.HANDLED, "nothing to resume")
 
     async def _deliver(self, scope: _Scope, final: FinalAnswer) -> None:
         placeholder = await scope.stream.close()
@@ -370,6 +480,14 @@ def failure_text(reason: str, reference: str) -> str:
     if fragment[:1].isupper() and not fragment[1:2].isupper():
         fragment = fragment[0].lower() + fragment[1:]
     return f"⚠️ Sorry, I could not finish this reply: {fragment}. (ref `{reference}`)"
+
+
+def _correlation(request: TurnRequest, thread_id: str) -> str:
+    """What a turn with no message of its own is keyed by: a resumed run by its run (each
+    resumption answers once), anything else by its thread."""
+    if request.resumed is not None:
+        return f"approval-{request.resumed.run_id}"
+    return thread_id
 
 
 def _system_sender() -> Sender:

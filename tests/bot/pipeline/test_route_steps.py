@@ -13,6 +13,7 @@ import inspect
 import textwrap
 from pathlib import Path
 
+from bot.approvals.step import ApprovalPresses
 from bot.commands.routing import AnswerCommand, ParseCommand
 from bot.kernel.route import RouterDeps
 from bot.pipeline import router
@@ -40,6 +41,7 @@ ROUTE = [
     AccessGate,
     RefuseOversize,
     AnswerCommand,
+    ApprovalPresses,
     Answers,
     StaleButtons,
     Unaddressed,
