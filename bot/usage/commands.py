@@ -93,7 +93,7 @@ async def _usage(clock: Callable[[], datetime], call: CommandCall) -> str:
     if standings:
         lines.append("**Limits**")
         lines += [_limit_line(standing, now, zone) for standing in standings]
-    exempt = len(usage.budgets) - len(budgets.applying(who))
+    exempt = len(budgets.applying(replace(who, is_admin=False))) - len(budgets.applying(who))
     if who.is_admin and exempt:
         lines.append(f"As an admin you are exempt from {exempt} of the limits.")
     if not standings and not exempt:

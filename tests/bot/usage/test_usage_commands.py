@@ -18,6 +18,7 @@ USAGE = {
     "budgets": [
         {"scope": "user", "per": "day", "tokens": 200_000},
         {"scope": "global", "per": "month", "cost": 100.0, "exempt_admins": False},
+        {"scope": "user", "per": "day", "tokens": 1, "channel": "slack"},  # not here
     ],
 }
 
@@ -75,6 +76,7 @@ async def test_usage_shows_your_day_and_month_and_the_limits_that_hold_you(
     assert lines[3] == "**Limits**"
     assert lines[4].startswith("- yours per day: 4,704 of 200,000 tokens; resets at 00:00 UTC (in ")
     assert lines[5].startswith("- the bot's per month: 0.2736 of 100.00 in model costs; resets ")
+    assert len(lines) == 6  # the Slack budget does not hold on this channel
     assert "**Limits**\n- the bot's per month" in roots.text  # only the global one holds root
 
 
