@@ -18,7 +18,7 @@ from bot.delivery.assembly import Delivery
 from bot.hub import ChannelHub
 from bot.pipeline.lanes import Lanes
 from bot.pipeline.route import RouteActions
-from bot.pipeline.turns import TurnHooks
+from bot.pipeline.turn_hooks import TurnHooks
 from bot.ports import Store
 from bot.ports.approvals import ApprovalRun
 from bot.records import ChatRef

@@ -218,6 +218,25 @@ class ApprovalBook:
         who = f" by {now.decided_by_name or now.decided_by}" if now.decided_by else ""
         return f"That request was already {now.state.value}{who} at {when(now.decided_at)}."
 
+    async def recovered(self, approval_id: str, person: Person) -> Verdict | None:
+        """A press journaled before a crash, replayed by recovery: if it was this press that
+        decided the run's last request, the run was claimed but may not have gone on, so it is
+        resumed again (a run that went on has nothing pending, and resuming it does nothing)."""
+        approval = await self.get(approval_id)
+        if self._store is None or approval is None or approval.decided_by != person.ref:
+            return None
+        found = await self._store.run(approval.run_id)
+        if found is None or found[0].resumed_at is None:
+            return None
+        run, approvals = found
+        resumption = Resumption(
+            run_id=run.id,
+            thread_id=run.thread_id,
+            asker_id=approval.asker_id,
+            decisions=tuple(_decision_of(a) for a in approvals),
+        )
+        return Verdict(text="", decided=True, resumption=resumption, run=run)
+
     async def _claim(self, run_id: str) -> tuple[Resumption | None, ApprovalRun | None]:
         """The run's resumption if this caller is the one to resume it."""
         assert self._store is not None  # noqa: S101 - callers checked

@@ -81,6 +81,8 @@ class ApprovalPresses(RouteStep):
         if choice == "edit":
             return await self._edit(item, approval_id, person)
         verdict = await self._book.decide(approval_id, _decision(choice), person)
+        if not verdict.decided and item.recovered:
+            verdict = await self._book.recovered(approval_id, person) or verdict
         if verdict.run is not None and verdict.resumption is not None:
             resume(self._lanes, verdict.run, verdict.resumption, (item,))
             return APPROVAL

@@ -29,7 +29,8 @@ from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import Lanes
 from bot.pipeline.router import Router
 from bot.pipeline.sessions import Sessions
-from bot.pipeline.turns import TurnDeps, TurnHooks, TurnRunner, TurnTools
+from bot.pipeline.turn_hooks import TurnHooks, TurnTools
+from bot.pipeline.turns import TurnDeps, TurnRunner
 from bot.ports import AgentBackend, Channel, Store
 from bot.ports.push import Push
 from bot.push.assembly import daemon_pusher
