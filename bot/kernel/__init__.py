@@ -41,6 +41,7 @@ from bot.takeover.commands import register_mute_commands
 from bot.takeover.handoff import HandoffDeps, Handoffs
 from bot.takeover.mutes import MuteBook
 from bot.takeover.takeover import Takeover
+from bot.usage.commands import register_usage_commands
 
 logger = logging.getLogger(__name__)
 
@@ -230,6 +231,7 @@ def assemble_conversations(
         register_schedule_commands,
         functools.partial(register_mute_commands, takeover=takeover),
         functools.partial(approvals.register, lanes=lanes),
+        register_usage_commands,
     )
     route = RouterDeps(
         settings=settings,
