@@ -41,6 +41,7 @@ from bot.takeover.commands import register_mute_commands
 from bot.takeover.handoff import HandoffDeps, Handoffs
 from bot.takeover.mutes import MuteBook
 from bot.takeover.takeover import Takeover
+from bot.usage.assembly import turn_meter
 from bot.usage.commands import register_usage_commands
 
 logger = logging.getLogger(__name__)
@@ -220,9 +221,12 @@ def assemble_conversations(
         handoff_for=Handoffs(HandoffDeps(settings=settings, book=book, push=push, store=store)),
     )
     approvals = assemble_approvals(settings, store, ground.hub, delivery)
-    parts = TurnParts(
-        sessions=sessions, clarifications=clarifications, tools=tools, hooks=approvals.hooks()
+    hooks = TurnHooks(
+        ask_approval=approvals.ask,
+        moved_on=approvals.book.moved_on,
+        used=turn_meter(settings, store, delivery.counters.registry),
     )
+    parts = TurnParts(sessions=sessions, clarifications=clarifications, tools=tools, hooks=hooks)
     lanes = _lanes(ground, delivery, parts)
     takeover = Takeover(settings, book, lanes, store)
     delivery.fence.on_lost += [lanes.drop_chats, clarifications.forget_chats]

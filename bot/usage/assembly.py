@@ -4,18 +4,23 @@ route's actions."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
+
+from prometheus_client import CollectorRegistry
 
 from bot.config.settings import Settings
 from bot.messages import InboundMessage, utc_now
 from bot.pipeline.access import Role
 from bot.pipeline.journal import Journal
 from bot.pipeline.route import RouteActions
+from bot.pipeline.turn_hooks import TurnUsage
 from bot.ports import Store
 from bot.ports.usage import usage_of
 from bot.usage.budgets import Budgets
 from bot.usage.config import UsageSettings
+from bot.usage.meter import TurnIdentity, UsageMeter
+from bot.usage.metrics import UsageMetrics
 from bot.usage.rate import MessageRate
 from bot.usage.step import UsageGate
 
@@ -42,3 +47,25 @@ def usage_gate(
         actions=actions,
         journal=Journal(store.inbound),
     )
+
+
+def turn_meter(
+    settings: Callable[[], Settings], store: Store, registry: CollectorRegistry
+) -> Callable[[TurnUsage], Awaitable[None]]:
+    """What a turn calls with its model usage when it ends (``TurnHooks.used``)."""
+    meter = UsageMeter(settings, store, UsageMetrics(registry))
+
+    async def used(usage: TurnUsage) -> None:
+        key = usage.key
+        turn = TurnIdentity(
+            at=utc_now(),
+            channel=key.channel,
+            account_id=key.account_id,
+            chat_id=key.chat_id,
+            user_id=usage.user_id,
+            thread_id=usage.thread_id,
+            correlation_id=usage.correlation_id,
+        )
+        await meter.record(turn, usage.calls)
+
+    return used
