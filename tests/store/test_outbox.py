@@ -59,6 +59,12 @@ DELIVERIES: list[Delivery] = [
         caption="Your report",
     ),
     ReactionMark(destination=destination(), message_id="m1", reaction=Reaction.DONE),
+    OutboundText(
+        destination=destination(),
+        text="Only the asker may decide.",
+        kind=OutboundKind.NOTICE,
+        private_to="u2",
+    ),
 ]
 
 
@@ -80,6 +86,15 @@ def test_a_payload_written_before_dedupe_keys_existed_still_loads(delivery: Deli
     older = json.loads(payload)
     assert older.pop("dedupe_key") == ""
     assert decode_delivery(op, json.dumps(older)) == delivery
+
+
+def test_a_payload_written_before_private_messages_existed_loads_as_a_public_one() -> None:
+    op, payload = encode_delivery(DELIVERIES[-1])
+    older = json.loads(payload)
+    assert older.pop("private_to") == "u2"
+    decoded = decode_delivery(op, json.dumps(older))
+    assert isinstance(decoded, OutboundText)
+    assert decoded.private_to is None
 
 
 async def test_a_new_row_is_pending_and_due_now(store: BackendStore, clock: ManualClock) -> None:
