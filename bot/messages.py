@@ -226,8 +226,8 @@ class OutboundText:
     X"). An adapter that can show a message in a chat to one member only does so (Slack's
     ephemeral message, Feishu's card visible to one user, an alert answering that person's
     Telegram button press); one that cannot, or not this time, posts it as a normal message,
-    so its text must be fit for the whole chat. A private message cannot be edited later:
-    its ``SentRef`` may hold no message id."""
+    so its text must be fit for the whole chat. A private message is a notice: it cannot be
+    edited later (its ``SentRef`` may hold no message id), and one with buttons is posted."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -85,7 +85,7 @@ class Outbound:
 
     async def send_text(self, message: OutboundText) -> SentRef:
         dest = message.destination
-        if message.private_to is not None and dest.chat_type is ChatType.GROUP:
+        if message.private_to and dest.chat_type is ChatType.GROUP and not message.buttons:
             shown = await self._send_ephemeral(message, message.private_to)
             if shown is not None:
                 return shown
