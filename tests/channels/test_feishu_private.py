@@ -105,3 +105,40 @@ async def test_an_edit_without_buttons_redraws_the_card_without_them(tmp_path: P
         assert _tags(before) == ["markdown", "button", "button"]
         assert _tags(after) == ["markdown"]
         assert after["body"]["elements"][0]["content"] == "Run `deploy`? Approved by Alice."
+
+
+async def test_a_pressed_approval_keeps_its_buttons_until_the_kernel_redraws_it(
+    tmp_path: Path,
+) -> None:
+    """Only a question's buttons are disabled and marked on the press; the press on any other
+    button may be refused (someone not allowed), so the buttons stay for those who may."""
+    group = _to(GROUP, ChatType.GROUP)
+    approval = (Button(label="Approve", payload="a/req1/approve"),)
+    question = (Button(label="Blue", payload="c/q1/0"),)
+    with FakeFeishu() as fake:
+        fake.add_chat(GROUP)
+        async with feishu_daemon(feishu_settings(tmp_path, fake), fake, FakeAgent()) as run:
+            refs = [
+                await run.channel.send_text(
+                    OutboundText(destination=group, text=text, kind=OutboundKind.NOTICE, buttons=b)
+                )
+                for text, b in (("Run `deploy`?", approval), ("Which colour?", question))
+            ]
+            for ref in refs:
+                shown = fake.message(ref.last)
+                assert shown is not None
+                (button,) = [e for e in shown.content["body"]["elements"] if e["tag"] == "button"]
+                value = button["behaviors"][0]["value"]
+                await run.press(message_id=ref.last, chat_id=GROUP, value=value, open_id=USER)
+            await fake.await_call(
+                "im.message.patch", lambda c: c.path_params.get("message_id") == refs[1].last
+            )
+            await run.settle()
+        asked, chosen = (fake.message(ref.last) for ref in refs)
+        assert asked is not None
+        assert chosen is not None
+        assert len(asked.versions) == 1  # never redrawn
+        assert "Chosen: **Blue**" in str(chosen.content)
+        assert [c.path_params["message_id"] for c in fake.calls("im.message.patch")] == [
+            refs[1].last
+        ]

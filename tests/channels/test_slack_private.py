@@ -108,3 +108,36 @@ async def test_an_edit_without_buttons_takes_the_buttons_away(tmp_path: Path) ->
                 assert f"({render})" in str(after["text"])
         assert before is not None
         assert [b["type"] for b in before["blocks"]] == ["markdown", "actions"]
+
+
+async def test_a_pressed_approval_keeps_its_buttons_until_the_kernel_redraws_it(
+    tmp_path: Path,
+) -> None:
+    """Only a question's buttons become "✅ Chosen: X" on the click; the press on any other
+    button may be refused (someone not allowed), so the buttons stay for those who may."""
+    group = _to(CHANNEL, ChatType.GROUP)
+    approval = (Button(label="Approve", payload="a/req1/approve"),)
+    question = (Button(label="Blue", payload="c/q1/0"),)
+    with FakeSlack() as fake:
+        fake.add_channel(CHANNEL)
+        async with slack_daemon(slack_settings(tmp_path, fake), fake, FakeAgent()) as run:
+            refs = [
+                await run.channel.send_text(
+                    OutboundText(destination=group, text=text, kind=OutboundKind.NOTICE, buttons=b)
+                )
+                for text, b in (("Run `deploy`?", approval), ("Which colour?", question))
+            ]
+            for ref, buttons in zip(refs, (approval, question), strict=True):
+                fake.click_button(
+                    channel=CHANNEL, message_ts=ref.last, action_id="switchboard:choice:0",
+                    value=buttons[0].payload, user=MEMBER,
+                )  # fmt: skip
+            await fake.await_call("chat.update", lambda c: c.params["ts"] == refs[1].last)
+            await run.settle()
+        asked = fake.message(CHANNEL, refs[0].last)
+        chosen = fake.message(CHANNEL, refs[1].last)
+        assert asked is not None
+        assert chosen is not None
+        assert [b["type"] for b in asked["blocks"]] == ["markdown", "actions"]
+        assert "Chosen: *Blue*" in str(chosen["blocks"])
+        assert [c.params["ts"] for c in fake.calls("chat.update")] == [refs[1].last]
