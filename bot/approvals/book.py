@@ -264,15 +264,26 @@ class ApprovalBook:
         if approval is None or approval.state is ApprovalState.PENDING:
             return
         caps = self._caps_of(approval.key.channel)
-        if approval.message_id is None or caps is None or not caps.edits:
+        if caps is None:
             return
-        edit = TextEdit(
-            destination=Destination.of(approval.key, approval.chat_type),
-            message_id=approval.message_id,
-            text=decided_text(approval, self._config()),
-            kind=OutboundKind.NOTICE,
-        )
-        await self._record([_item(approval, "decided", edit)])
+        destination = Destination.of(approval.key, approval.chat_type)
+        text = decided_text(approval, self._config())
+        shown: TextEdit | OutboundText
+        if caps.edits and approval.message_id is not None:
+            shown = TextEdit(
+                destination=destination,
+                message_id=approval.message_id,
+                text=text,
+                kind=OutboundKind.NOTICE,
+            )
+        else:  # a platform that cannot edit (DingTalk) says the outcome below the request
+            shown = OutboundText(
+                destination=destination,
+                text=text,
+                kind=OutboundKind.NOTICE,
+                reply_to=approval.message_id,
+            )
+        await self._record([_item(approval, "decided", shown)])
 
     def edit_template(self, approval: Approval) -> str:
         return edit_template(approval, self._config())
