@@ -20,6 +20,7 @@ from bot.cli.probes import run_probes
 from bot.config.settings import AgentSettings, RemoteSettings, Settings
 from bot.errors import AgentError
 from bot.ports import AgentEvent, ClarificationRequest, PresentedFile, TextDelta, ToolActivity
+from bot.ports.agent import ModelUsage
 from bot.workspace import ThreadWorkspace
 from tests.agent.support import (
     SYSTEM_PROMPT,
@@ -252,6 +253,8 @@ async def _run_until_the_model_hangs(
     base = len(remote_model.requests)
     remote_model.script(Reply(tool_calls=(LIST,)), Hang())
     events = remote.run(thread, turn("slow work"))
+    first = await anext(events)
+    assert isinstance(first, ModelUsage)
     assert await anext(events) == ToolActivity(name="list_files")
     await requests_since(remote_model, base, 2)
     return events, base
