@@ -38,7 +38,7 @@ def approval_tools_from_env(environ: Mapping[str, str]) -> ApprovalTools:
     text = environ.get(APPROVAL_TOOLS_ENV, "").strip()
     if not text:
         return NO_APPROVALS
-    if text.startswith("{"):
+    if text.startswith(("{", "[")):
         return MappingProxyType(_from_json(text))
     names = [name.strip() for name in text.split(",") if name.strip()]
     return MappingProxyType(dict.fromkeys(names, DECISIONS))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from bot.config.settings import AgentSettings, ModelSettings, Settings
-from bot.messages import Sender
 from bot.approvals.config import ApprovalSettings, ToolApproval
+from bot.config.settings import AgentSettings, ModelSettings, RemoteSettings, Settings
+from bot.messages import Sender
 from bot.ports import (
     AgentEvent,
     ClarificationRequest,
@@ -38,6 +38,12 @@ def model_settings(
     model = ModelSettings(base_url=base_url, api_key=SecretStr(key), name="fake-model")
     approvals = ApprovalSettings(tools=gated or {})
     agent = AgentSettings(model=model, system_prompt=SYSTEM_PROMPT, approvals=approvals)
+    return Settings(config_version=1, state_dir=state_dir, agent=agent)
+
+
+def remote_settings(url: str, state_dir: Path, *, assistant: str = "agent") -> Settings:
+    remote = RemoteSettings(url=url, assistant_id=assistant, api_key=SecretStr("lg-key"))
+    agent = AgentSettings(backend="remote", remote=remote)
     return Settings(config_version=1, state_dir=state_dir, agent=agent)
 
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from agent.embedded import EmbeddedBackend
-from agent.turn_message import turn_message
 from agent.offline_model import ADDRESSED_HEADER
+from agent.turn_message import turn_message
 from bot.workspace import ThreadWorkspace
 from tests.agent.support import collect, final, offline_settings, turn
 

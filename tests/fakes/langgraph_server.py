@@ -4,8 +4,9 @@ Not a fake: it is the server the remote backend talks to in production, serving 
 ``langgraph.json`` graph (or a test config's, ``APPROVALS_CONFIG``: ours and a LangChain
 ``create_agent`` graph). It runs in a scratch working directory, because the in-memory runtime
 keeps its state in ``./.langgraph_api``; ``agent`` and ``tests`` links there make the config's
-relative graph paths (``./agent/graph.py``) resolve to this repo. Everything that could leave the machine
-is switched off: CLI analytics, the version check, LangSmith tracing, the browser, proxies.
+relative graph paths (``./agent/graph.py``) resolve to this repo. Everything that could leave
+the machine is switched off: CLI analytics, the version check, LangSmith tracing, the browser,
+proxies.
 """
 
 from __future__ import annotations
