@@ -32,6 +32,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.func import task
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -94,16 +95,23 @@ def build_graph(
         awrap_tool_call=gate.wrap_tool_call if gate else None,
     )
 
-    async def call_tools(state: ThreadState, config: RunnableConfig) -> ThreadState:
+    @task
+    async def tool_call(request: dict[str, Any]) -> list[AnyMessage]:
+        """One call, a LangGraph task: its result is saved as the task ends."""
+        output = await tool_node.ainvoke(request)
+        return list(output["messages"])
+
+    async def call_tools(state: ThreadState) -> ThreadState:
         """Run the reply's tool calls one at a time, in the model's order: ``ToolNode`` alone
         runs them concurrently, and ``present_files`` must see what ``write_file`` wrote just
-        before it (and several questions must be asked in turn). A call already answered (a
-        rejected one) is skipped; each call carries the state for the approval wrapper."""
+        before it (and several questions must be asked in turn). Each call is a LangGraph task,
+        so a run resumed after a question asked by a later call does not run the earlier ones
+        again (an approved call runs once). A call already answered (a rejected one) is
+        skipped; each call carries the state for the approval wrapper."""
         results: list[AnyMessage] = []
         for call in pending_tool_calls(state["messages"]):
             request = {"__type": "tool_call_with_context", "tool_call": call, "state": state}
-            output = await tool_node.ainvoke(request, config)
-            results.extend(output["messages"])
+            results.extend(await tool_call(request))
         return {"messages": results}
 
     builder = StateGraph(ThreadState)

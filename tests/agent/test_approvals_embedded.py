@@ -22,6 +22,7 @@ from bot.ports.agent import ActionRequest, ApprovalRequest, Decision
 from bot.workspace import ThreadWorkspace
 from tests.agent.support import (
     approval,
+    clarification,
     collect,
     decide,
     final,
@@ -153,6 +154,26 @@ async def test_an_ungated_call_of_the_same_reply_waits_with_it_and_runs_unasked(
 
     assert [action.name for action in request.actions] == ["write_file"]
     assert list(tool_results((await received(fake_model, 2))[1])) == ["c_list", "c_write"]
+
+
+async def test_an_approved_call_is_not_run_again_when_a_later_question_is_answered(
+    gated: EmbeddedBackend, fake_model: FakeOpenAIServer, state_dir: Path
+) -> None:
+    ask = ToolCall(name="ask_clarification", arguments={"question": "Also JSON?"}, id="c_ask")
+    thread = await paused(gated, fake_model, WRITE, ask)
+    fake_model.script(Reply(text="Both done."))
+
+    asked = clarification(await collect(gated.run(thread, decide(APPROVE))))
+    written = (outputs(state_dir, thread) / "out.csv").read_text()
+    (outputs(state_dir, thread) / "out.csv").write_text("changed since")
+    answer = final(await collect(gated.run(thread, turn("yes", answer="yes"))))
+
+    assert (asked.question, written) == ("Also JSON?", "a,b")
+    assert answer.text == "Both done."
+    assert (outputs(state_dir, thread) / "out.csv").read_text() == "changed since"
+    results = tool_results((await received(fake_model, 2))[1])
+    assert results["c_ask"] == "The user answered: yes"
+    assert "out.csv" in results["c_write"]
 
 
 async def test_decisions_with_nothing_pending_change_nothing(
