@@ -1,8 +1,9 @@
 """``UsageStore`` over any ``Backend`` (design §25): one SQL implementation for SQLite and
 PostgreSQL.
 
-A turn's rows (one per model) go in in one transaction, the turn counted once, on its first
-row: by model, a turn that used two models counts under the first. Cost is kept in
+A turn's calls go in as the agent reports them, each report's rows (one per model) in one
+transaction; the turn is counted once, on the row of its first call: by model, a turn that
+used two models counts under the first it called. Cost is kept in
 billionths (``cost_nanos``), so sums, and sums of sums after folding, are exact.
 
 ``fold`` replaces the per-turn rows before a time by one row per day, channel, account, chat,
@@ -119,9 +120,11 @@ class SqlUsageStore(UsageStore):
         return self._db.dialect.columns(row)
 
     @override
-    async def record(self, records: list[UsageRecord]) -> None:
+    async def record(self, records: list[UsageRecord], *, counts_turn: bool = True) -> None:
         time = self._db.dialect.time
-        values = [row_values(r, first=n == 0, time=time) for n, r in enumerate(records)]
+        values = [
+            row_values(r, first=counts_turn and n == 0, time=time) for n, r in enumerate(records)
+        ]
         if not values:
             return
         async with self._db.transaction() as tx:

@@ -52,7 +52,7 @@ def usage_gate(
 def turn_meter(
     settings: Callable[[], Settings], store: Store, registry: CollectorRegistry
 ) -> Callable[[TurnUsage], Awaitable[None]]:
-    """What a turn calls with its model usage when it ends (``TurnHooks.used``)."""
+    """What a turn calls with each model call's usage (``TurnHooks.used``)."""
     meter = UsageMeter(settings, store, UsageMetrics(registry))
 
     async def used(usage: TurnUsage) -> None:
@@ -66,6 +66,6 @@ def turn_meter(
             thread_id=usage.thread_id,
             correlation_id=usage.correlation_id,
         )
-        await meter.record(turn, usage.calls)
+        await meter.record(turn, [usage.call], counts_turn=usage.first)
 
     return used
