@@ -3,8 +3,8 @@ PostgreSQL.
 
 A turn's calls go in as the agent reports them, each report's rows (one per model) in one
 transaction; the turn is counted once, on the row of its first call: by model, a turn that
-used two models counts under the first it called. Cost is kept in
-billionths (``cost_nanos``), so sums, and sums of sums after folding, are exact.
+used two models counts under the first it called. Cost is kept in billionths
+(``cost_nanos``), so sums, and sums of sums after folding, are exact.
 
 ``fold`` replaces the per-turn rows before a time by one row per day, channel, account, chat,
 user and model, in one transaction: every total is the same before and after (to the day: a

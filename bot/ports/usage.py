@@ -5,10 +5,11 @@ Kept beside the Store port (as ``bot/ports/schedules.py`` is), so a store withou
 works: nothing is counted and no budget holds.
 
 Rows are per model call of a turn, recorded as the agent reports each (so a turn cut short
-by a crash still counts the calls the provider served), for ``usage.detail_days``, then folded into one row per day and
-dimension (channel, chat, user, model), so the table stays small at a million turns while
-every total stays exact. Dimensions are stored as written: ``user`` and ``chat`` are
-platform ids, qualified by ``channel`` wherever they are shown or grouped.
+by a crash still counts the calls the provider served), for ``usage.detail_days``, then
+folded into one row per day and dimension (channel, chat, user, model), so the table stays
+small at a million turns while every total stays exact. Dimensions are stored as written:
+``user`` and ``chat`` are platform ids, qualified by ``channel`` wherever they are shown or
+grouped.
 """
 
 from __future__ import annotations

@@ -2,26 +2,39 @@
 call belongs to, the turns a test sends, and the totals the store must hold for them.
 
 The model answers by what the request's last user message asks (``turn-N`` names the turn,
-``[tool]`` makes its first call a tool call, ``[quiet]`` leaves the usage unreported, ``[mini]``
-names another model), never by the order requests arrive in, so concurrent chats get the
-same answers whatever the interleaving. Every call it answers is logged with its turn, the
-model it named and the usage it reported: the same usage, in the same order, as the fake's
-own ``reported_usage()``, which the tests check.
+``[tool]`` makes its first call a tool call, ``[quiet]`` leaves the usage unreported,
+``[mini]`` names another model, ``[uses=80+20]`` sets the usage), never by the order requests
+arrive in, so concurrent chats get the same answers whatever the interleaving. Every call it
+answers is logged with its turn, the model it named and the usage it reported: the same
+usage, in the same order, as the fake's own ``reported_usage()``, which the tests check.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final, Literal
 
 from aiohttp import web
 from typing_extensions import override
 
+from agent.embedded import EmbeddedBackend
+from bot.app import Daemon, DaemonOptions, Overrides
+from bot.config.settings import Settings
+from bot.messages import OutboundText
+from bot.ports import Store
 from bot.ports.usage import UsageDimension, UsageTotal
+from store.postgres import PostgresStore
 from store.usage import NANOS
+from tests.bot.harness import Running, make_settings, started
+from tests.fakes.channel import PLAIN_CAPS, FakeChannel
 from tests.fakes.common import waiting
+from tests.fakes.common.waiting import eventually
 from tests.fakes.openai_server import (
     COMPUTED,
     FakeOpenAIServer,
@@ -44,6 +57,8 @@ TOOL: Final = "[tool]"
 QUIET: Final = "[quiet]"
 MINI_TAG: Final = "[mini]"
 _TURN = re.compile(r"turn-(\d+)")
+_USES = re.compile(r"\[uses=(\d+)\+(\d+)\]")
+"""``[uses=80+20]``: each call of the turn reports 80 input and 20 output tokens."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,46 +99,74 @@ class Planned:
 
 
 class TurnModel(FakeOpenAIServer):
-    """The fake model server answering each turn as its message asks (see the module doc);
-    ``hang_once`` names turns whose next call (the first, or the one after a tool call when
-    the turn asks for one) never answers, once."""
+    """The fake model server answering each turn as its message asks (see the module doc).
+
+    ``hang_once`` names calls that never answer, once: ``(turn, "first")``, or the call after
+    the tool call of a ``[tool]`` turn, ``(turn, "after_tool")``. ``held`` names turns whose
+    calls wait until ``release()``."""
 
     def __init__(self) -> None:
         super().__init__(model=MAIN)
         self._calls: list[ModelCall] = []
-        self._hanging: list[int] = []
+        self._waiting: list[int] = []
+        self._release: asyncio.Event | None = None
         self.hang_once: set[tuple[int, str]] = set()
-        """``(turn, "first" | "after_tool")``: that call of the turn hangs, the first time."""
+        self.held: set[int] = set()
 
     def calls(self) -> list[ModelCall]:
         with self._lock:
             return list(self._calls)
 
-    def hanging(self) -> list[int]:
-        """Turns with a call held open now (``hang_once``), in the order they arrived."""
+    def waited(self) -> list[int]:
+        """The turns of the calls that hung or were held so far, in the order they came."""
         with self._lock:
-            return list(self._hanging)
+            return list(self._waiting)
 
-    def wait_hanging(self, count: int, timeout: float) -> list[int]:
-        """Block until ``count`` calls hang (call via ``asyncio.to_thread``)."""
+    def wait_waiting(self, count: int, timeout: float) -> list[int]:
+        """Block until ``count`` calls hang or are held (call via ``asyncio.to_thread``); the
+        turns they belong to, in the order they came."""
         with self._lock:
-            if not waiting.wait_until(self._lock, lambda: len(self._hanging) >= count, timeout):
-                raise TimeoutError(f"expected {count} hanging calls, got {self._hanging}")
-            return list(self._hanging)
+            if not waiting.wait_until(self._lock, lambda: len(self._waiting) >= count, timeout):
+                raise TimeoutError(f"expected {count} calls waiting, got {self._waiting}")
+            return list(self._waiting)
+
+    def hold(self, *turns: int) -> None:
+        """The calls of these turns wait for ``release()``."""
+        with self._lock:
+            self.held.update(turns)
+
+    def release(self) -> None:
+        """Answer the held calls; from now on no call is held."""
+        with self._lock:
+            self.held.clear()
+        release = self._release
+        assert release is not None, "the model server is not running"
+        self.loop.call_soon_threadsafe(release.set)
+
+    @override
+    async def _astart(self) -> None:
+        self._release = asyncio.Event()
+        await super()._astart()
+
+    @override
+    async def _astop(self) -> None:
+        if self._release is not None:
+            self._release.set()
+        await super()._astop()
 
     @override
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body: dict[str, Any] = await request.json()
         with self._lock:
-            self._received.append(
-                ReceivedRequest(path=request.path, body=body, authorization=None)
-            )
-            step = self._decide(body)
+            self._received.append(ReceivedRequest(path=request.path, body=body, authorization=None))
+            step, held = self._decide(body)
             self._lock.notify_all()
+        if held and self._release is not None:
+            await self._release.wait()
         return await self._perform(request, body, step)
 
-    def _decide(self, body: dict[str, Any]) -> TurnReply | Hang:
-        """Under the lock."""
+    def _decide(self, body: dict[str, Any]) -> tuple[TurnReply | Hang, bool]:
+        """The reply, and whether it waits for ``release()``; under the lock."""
         messages: list[dict[str, Any]] = body["messages"]
         asked = next(str(m.get("content")) for m in reversed(messages) if m["role"] == "user")
         found = _TURN.search(asked)
@@ -133,14 +176,12 @@ class TurnModel(FakeOpenAIServer):
         call = "after_tool" if after_tool else "first"
         if (turn, call) in self.hang_once:
             self.hang_once.discard((turn, call))
-            self._hanging.append(turn)
-            return Hang()
-        model = MINI if MINI_TAG in asked and not after_tool else MAIN
-        usage = None if QUIET in asked else COMPUTED
-        if TOOL in asked and not after_tool:
-            listing = ToolCall(name="list_files", id=f"call-{turn}")
-            return TurnReply(turn=turn, model=model, tool_calls=(listing,), usage=usage)
-        return TurnReply(turn=turn, model=model, text=f"answer turn-{turn}.", usage=usage)
+            self._waiting.append(turn)
+            return Hang(), False
+        held = turn in self.held
+        if held:
+            self._waiting.append(turn)
+        return _reply(turn, asked, after_tool=after_tool), held
 
     @override
     def _chunks(self, reply: Reply, usage: Usage | None) -> list[dict[str, Any]]:
@@ -150,6 +191,18 @@ class TurnModel(FakeOpenAIServer):
         with self._lock:  # right after ``_report``, on the server's one loop: same order
             self._calls.append(ModelCall(turn=reply.turn, model=reply.model, usage=usage))
         return [{**chunk, "model": reply.model} for chunk in chunks]
+
+
+def _reply(turn: int, asked: str, *, after_tool: bool) -> TurnReply:
+    model = MINI if MINI_TAG in asked and not after_tool else MAIN
+    uses = _USES.search(asked)
+    usage: Usage | Literal["computed"] | None = (
+        None if QUIET in asked else COMPUTED if uses is None else Usage(int(uses[1]), int(uses[2]))
+    )
+    if TOOL in asked and not after_tool:
+        listing = ToolCall(name="list_files", id=f"call-{turn}")
+        return TurnReply(turn=turn, model=model, tool_calls=(listing,), usage=usage)
+    return TurnReply(turn=turn, model=model, text=f"answer turn-{turn}.", usage=usage)
 
 
 def checked_calls(model: TurnModel) -> list[ModelCall]:
@@ -222,8 +275,81 @@ def by_group(totals: Iterable[UsageTotal]) -> dict[str, UsageTotal]:
     return {total.group: total for total in totals}
 
 
-
 def model_section(model: FakeOpenAIServer) -> dict[str, object]:
     """``agent.model`` pointing at the fake."""
     return {"base_url": model.base_url, "api_key": "sk-test", "name": MAIN}
 
+
+class MovableClock:
+    """Now as a test sets it: the daemon's usage clock (``Overrides.usage_clock``)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@asynccontextmanager
+async def usage_daemon(
+    settings: Settings,
+    channels: Sequence[FakeChannel],
+    *,
+    store: Store | None = None,
+    clock: MovableClock | None = None,
+) -> AsyncIterator[Running]:
+    """The daemon with the embedded agent (on the model ``settings`` name) and these channels;
+    ``store`` replaces the one the settings name, ``clock`` is now for budgets and usage."""
+    agent = EmbeddedBackend(settings, max_retries=0)
+    overrides = Overrides(channels=list(channels), agent=agent, store=store, usage_clock=clock)
+    async with started(Daemon(settings, DaemonOptions(overrides=overrides))) as run:
+        yield run
+
+
+def reply_in(channels: Iterable[FakeChannel], message_id: str) -> str | None:
+    """The text that answered (or refused) message ``message_id``, on whichever channel."""
+    for channel in channels:
+        for sent in channel.sent:
+            delivery = sent.delivery
+            answers = isinstance(delivery, OutboundText) and delivery.reply_to == message_id
+            if answers and not sent.is_progress:
+                return sent.text
+    return None
+
+
+async def reply_to(channels: Sequence[FakeChannel], message_id: str, within: float = 20) -> str:
+    """Wait for ``reply_in``: a replica answers on its own channel, whichever got the message."""
+    await eventually(lambda: reply_in(channels, message_id) is not None, within)
+    text = reply_in(channels, message_id)
+    assert text is not None
+    return text
+
+
+@asynccontextmanager
+async def replicas(
+    tmp_path: Path,
+    schema: tuple[str, str],
+    model: TurnModel,
+    *,
+    usage: Mapping[str, Any] | None = None,
+    clock: MovableClock | None = None,
+) -> AsyncIterator[tuple[list[Running], list[FakeChannel]]]:
+    """Two daemons on one PostgreSQL schema, each with its own channel ``fake``: a message may
+    reach either, and the replica holding its chat runs the turn and answers on its own.
+    ``usage`` adds to ``PRICES``; ``clock`` is both replicas' usage clock."""
+    url, name = schema
+    runs: list[Running] = []
+    channels: list[FakeChannel] = []
+    async with AsyncExitStack() as stack:
+        for label in ("a", "b"):
+            settings = make_settings(
+                tmp_path / label,
+                store={"url": url, "schema": name},
+                agent={"model": model_section(model)},
+                usage={"prices": PRICES, **(usage or {})},
+            )
+            channels.append(FakeChannel(caps=PLAIN_CAPS))
+            store = PostgresStore.from_url(url, schema=name)
+            daemon = usage_daemon(settings, channels[-1:], store=store, clock=clock)
+            runs.append(await stack.enter_async_context(daemon))
+        yield runs, channels

@@ -48,12 +48,8 @@ DIMENSIONS: tuple[UsageDimension | None, ...] = (None, "user", "chat", "channel"
 def tags(number: int) -> str:
     """Every tenth turn calls a tool, every seventeenth gets no usage reported, every fourth
     names the second model (for its first call: a tool turn's second call is the main one)."""
-    chosen = [
-        tag
-        for tag, hit in ((TOOL, number % 10 == 3), (QUIET, number % 17 == 5), (MINI_TAG, number % 4 == 1))
-        if hit
-    ]
-    return " ".join(chosen)
+    chosen = ((TOOL, number % 10 == 3), (QUIET, number % 17 == 5), (MINI_TAG, number % 4 == 1))
+    return " ".join(tag for tag, hit in chosen if hit)
 
 
 def the_plan() -> dict[int, Planned]:
@@ -87,9 +83,9 @@ def settings_for(tmp_path: Path, model: TurnModel, **sections: Any) -> Settings:
 
 
 @asynccontextmanager
-async def daemon(settings: Settings, store: Store | None = None) -> AsyncIterator[
-    tuple[Running, dict[str, FakeChannel]]
-]:
+async def daemon(
+    settings: Settings, store: Store | None = None
+) -> AsyncIterator[tuple[Running, dict[str, FakeChannel]]]:
     channels = {name: FakeChannel(fake_name=name, caps=PLAIN_CAPS) for name in ("fake", "side")}
     agent = EmbeddedBackend(settings, max_retries=0)
     async with running(settings, list(channels.values()), agent, store=store) as run:
@@ -111,7 +107,9 @@ async def converse(channel: FakeChannel, turns: list[Planned]) -> None:
         await channel.wait_text(turn.answer, within=20)
 
 
-async def run_plan(run: Running, channels: dict[str, FakeChannel], plan: dict[int, Planned]) -> None:
+async def run_plan(
+    run: Running, channels: dict[str, FakeChannel], plan: dict[int, Planned]
+) -> None:
     """Every conversation at once (each user's in each chat: ``group_scope: user``); back
     when every turn has ended (its usage recorded)."""
     conversations: dict[tuple[str, str, str], list[Planned]] = {}
@@ -123,13 +121,16 @@ async def run_plan(run: Running, channels: dict[str, FakeChannel], plan: dict[in
     await asyncio.wait_for(run.kernel.conversations.lanes.wait_idle(), 10)
 
 
-async def stored_totals(store: Store) -> dict[UsageDimension | None, dict[str, UsageTotal]]:
+async def stored_totals(store: Store) -> Totals:
     usage = usage_of(store)
     assert usage is not None
     return {by: by_group(await usage.totals(UsageFilter(), by=by)) for by in DIMENSIONS}
 
 
-def expected(calls: list[ModelCall], plan: dict[int, Planned]) -> dict[UsageDimension | None, dict[str, UsageTotal]]:
+Totals = dict[UsageDimension | None, dict[str, UsageTotal]]
+
+
+def expected(calls: list[ModelCall], plan: dict[int, Planned]) -> Totals:
     return {by: expected_totals(calls, plan, by) for by in DIMENSIONS}
 
 
@@ -163,7 +164,8 @@ async def test_a_hundred_turns_sum_to_what_the_model_reported_on_sqlite(
 
     config = tmp_path / "switchboard.json"
     config.write_text(json.dumps({"config_version": 1, "state_dir": str(tmp_path)}))
-    shown = await asyncio.to_thread(run_cli, "usage", "-c", config, "--by", "chat", "--since", "1d", "--json")
+    arguments = ("usage", "-c", config, "--by", "chat", "--since", "1d", "--json")
+    shown = await asyncio.to_thread(run_cli, *arguments)
     assert shown.status == 0, shown.err
     assert {row["group"]: row for row in json.loads(shown.out)} == {
         group: {

@@ -72,7 +72,11 @@ def write_config(tmp_path: Path, model: TurnModel, telegram: FakeTelegram) -> Pa
         "usage": {"prices": PRICES},
         "daemon": {"shutdown_grace_s": 5},
         "channels": {
-            "telegram": {"enabled": True, "token": telegram.token, "api_base_url": telegram.api_origin}
+            "telegram": {
+                "enabled": True,
+                "token": telegram.token,
+                "api_base_url": telegram.api_origin,
+            }
         },
     }
     config.write_text(json.dumps(data))  # JSON is YAML
@@ -110,7 +114,7 @@ async def first_life(config: Path, model: TurnModel, telegram: FakeTelegram, log
                     chats.create_task(converse(telegram, turns), name=f"chat:{chat}")
             send(telegram, CUT_AFTER_TOOL)
             send(telegram, CUT_FIRST)
-            await asyncio.to_thread(model.wait_hanging, 2, WAIT_S)
+            await asyncio.to_thread(model.wait_waiting, 2, WAIT_S)
         finally:
             process.send_signal(signal.SIGKILL)
             await asyncio.to_thread(process.wait, WAIT_S)
