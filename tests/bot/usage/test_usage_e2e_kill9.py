@@ -101,6 +101,19 @@ async def converse(telegram: FakeTelegram, turns: list[Planned]) -> None:
         await answered(telegram, turn)
 
 
+async def every_answered_call_recorded(state_dir: Path, model: TurnModel) -> None:
+    """Until the store holds a row for every call the model answered, read as ``switchboard
+    usage`` reads it while the daemon runs: the cut tool turn's first call is among them,
+    recorded before the run went on to its second, so the kill finds nothing in between."""
+    async with SqliteStore.from_state_dir(state_dir) as store:
+
+        async def recorded() -> bool:
+            (total,) = await store.usage.totals(UsageFilter())
+            return total.calls == len(model.calls())
+
+        await eventually(recorded, WAIT_S)
+
+
 async def first_life(config: Path, model: TurnModel, telegram: FakeTelegram, log: Path) -> int:
     """Answer ``BEFORE``, then hold both cut turns' calls open and kill -9; the number of
     calls the fake answered by then."""
@@ -115,6 +128,7 @@ async def first_life(config: Path, model: TurnModel, telegram: FakeTelegram, log
             send(telegram, CUT_AFTER_TOOL)
             send(telegram, CUT_FIRST)
             await asyncio.to_thread(model.wait_waiting, 2, WAIT_S)
+            await every_answered_call_recorded(config.parent / "state", model)
         finally:
             process.send_signal(signal.SIGKILL)
             await asyncio.to_thread(process.wait, WAIT_S)
