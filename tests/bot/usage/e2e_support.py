@@ -57,8 +57,9 @@ TOOL: Final = "[tool]"
 QUIET: Final = "[quiet]"
 MINI_TAG: Final = "[mini]"
 _TURN = re.compile(r"turn-(\d+)")
-_USES = re.compile(r"\[uses=(\d+)\+(\d+)\]")
-"""``[uses=80+20]``: each call of the turn reports 80 input and 20 output tokens."""
+_USES = re.compile(r"\[uses=(\d+)\+(\d+)(?:/(\d+))?\]")
+"""``[uses=80+20]``: each call of the turn reports 80 input and 20 output tokens;
+``[uses=80+20/30]``: 30 of the input cached."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,17 +102,16 @@ class Planned:
 class TurnModel(FakeOpenAIServer):
     """The fake model server answering each turn as its message asks (see the module doc).
 
-    ``hang_once`` names calls that never answer, once: ``(turn, "first")``, or the call after
-    the tool call of a ``[tool]`` turn, ``(turn, "after_tool")``. ``held`` names turns whose
-    calls wait until ``release()``."""
+    A call may hang (never answer: ``hang_once``) or be held until ``release()`` (``hold``);
+    nothing is scripted (``script`` has no effect here)."""
 
     def __init__(self) -> None:
         super().__init__(model=MAIN)
         self._calls: list[ModelCall] = []
         self._waiting: list[int] = []
         self._release: asyncio.Event | None = None
-        self.hang_once: set[tuple[int, str]] = set()
-        self.held: set[int] = set()
+        self._hang_once: set[tuple[int, str]] = set()
+        self._held: set[int] = set()
 
     def calls(self) -> list[ModelCall]:
         with self._lock:
@@ -130,15 +130,21 @@ class TurnModel(FakeOpenAIServer):
                 raise TimeoutError(f"expected {count} calls waiting, got {self._waiting}")
             return list(self._waiting)
 
+    def hang_once(self, turn: int, call: Literal["first", "after_tool"]) -> None:
+        """The turn's next call of that kind never answers: its first, or the one after the
+        tool call of a ``[tool]`` turn; once."""
+        with self._lock:
+            self._hang_once.add((turn, call))
+
     def hold(self, *turns: int) -> None:
         """The calls of these turns wait for ``release()``."""
         with self._lock:
-            self.held.update(turns)
+            self._held.update(turns)
 
     def release(self) -> None:
         """Answer the held calls; from now on no call is held."""
         with self._lock:
-            self.held.clear()
+            self._held.clear()
         release = self._release
         assert release is not None, "the model server is not running"
         self.loop.call_soon_threadsafe(release.set)
@@ -174,11 +180,11 @@ class TurnModel(FakeOpenAIServer):
         turn = int(found[1])
         after_tool = messages[-1]["role"] == "tool"
         call = "after_tool" if after_tool else "first"
-        if (turn, call) in self.hang_once:
-            self.hang_once.discard((turn, call))
+        if (turn, call) in self._hang_once:
+            self._hang_once.discard((turn, call))
             self._waiting.append(turn)
             return Hang(), False
-        held = turn in self.held
+        held = turn in self._held
         if held:
             self._waiting.append(turn)
         return _reply(turn, asked, after_tool=after_tool), held
@@ -196,9 +202,11 @@ class TurnModel(FakeOpenAIServer):
 def _reply(turn: int, asked: str, *, after_tool: bool) -> TurnReply:
     model = MINI if MINI_TAG in asked and not after_tool else MAIN
     uses = _USES.search(asked)
-    usage: Usage | Literal["computed"] | None = (
-        None if QUIET in asked else COMPUTED if uses is None else Usage(int(uses[1]), int(uses[2]))
-    )
+    usage: Usage | Literal["computed"] | None = COMPUTED
+    if QUIET in asked:
+        usage = None
+    elif uses is not None:
+        usage = Usage(int(uses[1]), int(uses[2]), int(uses[3] or 0))
     if TOOL in asked and not after_tool:
         listing = ToolCall(name="list_files", id=f"call-{turn}")
         return TurnReply(turn=turn, model=model, tool_calls=(listing,), usage=usage)

@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 
-from agent.embedded import EmbeddedBackend
 from bot.config.settings import Settings
 from bot.ports import Store
 from bot.ports.usage import UsageDimension, UsageFilter, UsageTotal, usage_of
 from store.postgres import PostgresStore
 from tests.bot.cli.cli_support import run_cli
-from tests.bot.harness import Running, make_settings, running
+from tests.bot.harness import Running, make_settings
 from tests.bot.usage.e2e_support import (
     MINI_TAG,
     PRICES,
@@ -36,19 +35,27 @@ from tests.bot.usage.e2e_support import (
     checked_calls,
     expected_totals,
     model_section,
+    usage_daemon,
 )
 from tests.fakes.channel import PLAIN_CAPS, FakeChannel, group
 
 USERS = ("ada", "bob", "cy", "dee", "eve")
 CHATS = (("fake", "g1"), ("fake", "g2"), ("side", "g3"))
 TURNS = 100
+CACHED = "[uses=90+15/40]"
 DIMENSIONS: tuple[UsageDimension | None, ...] = (None, "user", "chat", "channel", "model")
 
 
 def tags(number: int) -> str:
     """Every tenth turn calls a tool, every seventeenth gets no usage reported, every fourth
-    names the second model (for its first call: a tool turn's second call is the main one)."""
-    chosen = ((TOOL, number % 10 == 3), (QUIET, number % 17 == 5), (MINI_TAG, number % 4 == 1))
+    names the second model (for its first call: a tool turn's second call is the main one),
+    every ninth reads cached input."""
+    chosen = (
+        (TOOL, number % 10 == 3),
+        (QUIET, number % 17 == 5),
+        (MINI_TAG, number % 4 == 1),
+        (CACHED, number % 9 == 7),
+    )
     return " ".join(tag for tag, hit in chosen if hit)
 
 
@@ -86,9 +93,9 @@ def settings_for(tmp_path: Path, model: TurnModel, **sections: Any) -> Settings:
 async def daemon(
     settings: Settings, store: Store | None = None
 ) -> AsyncIterator[tuple[Running, dict[str, FakeChannel]]]:
+    """The daemon with two channels, ``fake`` and ``side``."""
     channels = {name: FakeChannel(fake_name=name, caps=PLAIN_CAPS) for name in ("fake", "side")}
-    agent = EmbeddedBackend(settings, max_retries=0)
-    async with running(settings, list(channels.values()), agent, store=store) as run:
+    async with usage_daemon(settings, list(channels.values()), store=store) as run:
         yield run, channels
 
 
@@ -121,13 +128,13 @@ async def run_plan(
     await asyncio.wait_for(run.kernel.conversations.lanes.wait_idle(), 10)
 
 
+Totals = dict[UsageDimension | None, dict[str, UsageTotal]]
+
+
 async def stored_totals(store: Store) -> Totals:
     usage = usage_of(store)
     assert usage is not None
     return {by: by_group(await usage.totals(UsageFilter(), by=by)) for by in DIMENSIONS}
-
-
-Totals = dict[UsageDimension | None, dict[str, UsageTotal]]
 
 
 def expected(calls: list[ModelCall], plan: dict[int, Planned]) -> Totals:
@@ -161,6 +168,7 @@ async def test_a_hundred_turns_sum_to_what_the_model_reported_on_sqlite(
     assert everything.unreported_calls == 7  # six quiet turns, one with a tool
     assert len(want["model"]) == 2
     assert everything.cost > 0
+    assert everything.cached_tokens > 0
 
     config = tmp_path / "switchboard.json"
     config.write_text(json.dumps({"config_version": 1, "state_dir": str(tmp_path)}))
