@@ -39,18 +39,24 @@ from tests.bot.usage.e2e_support import (
 )
 from tests.fakes.channel import FakeChannel, dm
 
-N = 1250
+USERS = tuple(f"u{n}" for n in range(6))
+C = len(USERS)
 U = 100
 USES = "[uses=80+20]"
 """``U`` tokens a call."""
+SHARE = 2
+"""Turns each user has answered on the first day before they all write at once."""
+N = SHARE * C * U + U // 2
+"""So ``k - 1 = SHARE * C``: the first day's turns before the rush stay below the limit."""
 K = math.ceil(N / U)
-USERS = tuple(f"u{n}" for n in range(6))
-C = len(USERS)
-assert (K - 1) % C == 0, "the first day spends k - 1 calls in equal parts"
 BOUND = (K - 1 + C) * U
 GLOBAL = {"scope": "global", "per": "day", "tokens": N}
 DAY_ONE = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 REFUSED = "⛔ The bot has used "
+SPENT_ON_DAY_ONE = (
+    f"{REFUSED}{BOUND:,} of its {N:,} tokens for today. It resets at 00:00 UTC (in 12 h)."
+    " To raise it, ask an admin of this bot."
+)
 
 
 @pytest.fixture
@@ -81,13 +87,12 @@ async def spend(channels: list[FakeChannel], user: int, turns: int) -> list[str]
 
 
 async def everyone_in_flight(channels: list[FakeChannel], model: TurnModel) -> list[str]:
-    """``k - 1`` turns (each user's share in turn, users at once), then one turn of each user
+    """``k - 1`` turns (each user's ``SHARE`` in turn, users at once), then one turn of each user
     at once, held at the model until all ``C`` are admitted; then each user's next message.
     Every reply, in that order."""
     async with asyncio.TaskGroup() as users:
         spent = [
-            users.create_task(spend(channels, n, (K - 1) // C), name=f"spend:{USERS[n]}")
-            for n in range(C)
+            users.create_task(spend(channels, n, SHARE), name=f"spend:{USERS[n]}") for n in range(C)
         ]
     replies = [reply for task in spent for reply in task.result()]
     waiting_before = len(model.waited())
@@ -131,15 +136,7 @@ async def test_two_replicas_stay_within_a_global_budget_but_for_the_runs_in_flig
     answered = [reply for reply in first_day if not reply.startswith(REFUSED)]
     assert len(answered) == K - 1 + C
     assert first_total == (BOUND, K - 1 + C)  # the bound, attained: all C were in flight
-    refusals = first_day[K - 1 + C :]
-    assert (
-        refusals
-        == [
-            f"{REFUSED}{BOUND:,} of its {N:,} tokens for today. It resets at 00:00 UTC (in 12 h)."
-            " To raise it, ask an admin of this bot."
-        ]
-        * C
-    )
+    assert first_day[K - 1 + C :] == [SPENT_ON_DAY_ONE] * C
     assert calls_first_day == K - 1 + C  # the refused made no model call
     answered_next = sum(len(replies) - 1 for replies in (task.result() for task in raced))
     tokens, calls = next_total
