@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, datetime
-from zoneinfo import ZoneInfo
 
 from aiohttp import web
 
@@ -83,6 +82,6 @@ async def _activity(request: web.Request) -> web.Response:
     usage = usage_of(deps(request).store)
     tokens = None
     if usage is not None:
-        tokens = tokens_per_hour(await read_series(usage, DAY_OF_TOKENS, now, ZoneInfo("UTC")))
+        tokens = tokens_per_hour(await read_series(usage, DAY_OF_TOKENS, now, UTC))
     data["tokens"] = tokens
     return web.json_response(data, headers={"Cache-Control": "no-store"})

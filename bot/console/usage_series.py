@@ -13,9 +13,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Final
-from zoneinfo import ZoneInfo
 
 from bot.ports.usage import Bucket, UsageFilter, UsageStore, UsageTotal
 
@@ -125,12 +124,12 @@ class UsageSeries:
         return summed
 
 
-def local_midnight(day: date, zone: ZoneInfo) -> datetime:
+def local_midnight(day: date, zone: tzinfo) -> datetime:
     """Where ``day`` begins on the clocks of ``zone``, in UTC."""
     return datetime.combine(day, time(), tzinfo=zone).astimezone(UTC)
 
 
-def edges_of(span: UsageRange, now: datetime, zone: ZoneInfo) -> list[datetime]:
+def edges_of(span: UsageRange, now: datetime, zone: tzinfo) -> list[datetime]:
     """The starts of the span's buckets (UTC, oldest first), then the end of the last: clock
     hours up to the one ``now`` is in, or the days of ``zone`` up to today."""
     count = span.count
@@ -153,7 +152,7 @@ def bucketed(rows: Iterable[tuple[datetime, UsageTotal]], edges: list[datetime])
 
 
 async def read_series(
-    usage: UsageStore, span: UsageRange, now: datetime, zone: ZoneInfo
+    usage: UsageStore, span: UsageRange, now: datetime, zone: tzinfo
 ) -> UsageSeries:
     """The span's usage per channel: one ``over_time`` query by UTC hour, bucketed here."""
     edges = edges_of(span, now, zone)
