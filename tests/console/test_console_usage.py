@@ -21,6 +21,7 @@ from bot.ports.usage import UsageTotal
 from tests.bot.harness import make_settings
 from tests.console.support import Served, console_section, cookie_session, log_in, serve_console
 from tests.console.usage_support import spend, table_rows, without_usage
+from tests.postgres import fresh_schema, require_postgres
 
 PRICED = {"prices": {"gpt-test": {"input": 1.0, "output": 2.0}}}
 FIGURES = ["TURNS", "INPUT", "OUTPUT", "CACHED", "COST", "UNREPORTED CALLS"]
@@ -31,6 +32,24 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
     settings = make_settings(tmp_path, console=console_section(), usage=PRICED)
     async with serve_console(settings) as found:
         yield found
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def on_each_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Served]:
+    """The console over SQLite, then over PostgreSQL: the sums are the store's SQL."""
+    if request.param == "sqlite":
+        async with serve_console(
+            make_settings(tmp_path, console=console_section(), usage=PRICED)
+        ) as found:
+            yield found
+        return
+    url = require_postgres()
+    async with fresh_schema(url) as schema:
+        settings = make_settings(
+            tmp_path, console=console_section(), usage=PRICED, store={"url": url, "schema": schema}
+        )
+        async with serve_console(settings) as found:
+            yield found
 
 
 async def _get(served: Served, path: str) -> tuple[int, str]:
@@ -47,7 +66,10 @@ async def _api(served: Served, path: str) -> tuple[int, Any]:
             return response.status, await response.json()
 
 
-async def test_this_months_tables_show_the_recorded_usage_heaviest_first(served: Served) -> None:
+async def test_this_months_tables_show_the_recorded_usage_heaviest_first(
+    on_each_store: Served,
+) -> None:
+    served = on_each_store
     store, now = served.store, utc_now()
     await spend(store, now, user="alice", chat="c1", model="gpt-a", tokens=(1000, 200, 100),
                 cost=0.5)  # fmt: skip
@@ -78,8 +100,9 @@ async def test_this_months_tables_show_the_recorded_usage_heaviest_first(served:
 
 
 async def test_the_range_switch_charts_hours_of_two_days_or_days_of_a_month(
-    served: Served,
+    on_each_store: Served,
 ) -> None:
+    served = on_each_store
     store, now = served.store, utc_now()
     await spend(store, now, tokens=(100, 10, 0))
     await spend(store, now - timedelta(days=10), tokens=(7000, 0, 0))
