@@ -66,7 +66,7 @@ def _lines(totals: list[UsageTotal], by: UsageDimension) -> list[UsageLine]:
     return lines
 
 
-async def this_month(usage: UsageStore, now: datetime, zone: ZoneInfo) -> Month:
+async def _this_month(usage: UsageStore, now: datetime, zone: ZoneInfo) -> Month:
     start = period_of(now, "month", zone).start
     since = UsageFilter(since=start)
     (total,) = await usage.totals(since)
@@ -104,7 +104,7 @@ async def _usage(request: web.Request) -> web.Response:
         now, zone = datetime.now(UTC), ZoneInfo(settings.timezone)
         series = await read_series(usage, span, now, zone)
         context["channels"] = [columns.total(name) for name, columns in series.channels.items()]
-        context["month"] = await this_month(usage, now, zone)
+        context["month"] = await _this_month(usage, now, zone)
     return page(request, "usage.html", "usage", **context)
 
 
