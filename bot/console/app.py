@@ -22,6 +22,7 @@ from bot.console import (
     pages_outbox,
     pages_overview,
     pages_trace,
+    pages_usage,
 )
 from bot.console.auth import COOKIE_NAME, Revocations, Session, SessionSigner
 from bot.console.context import ConsoleDeps
@@ -40,6 +41,7 @@ STATIC_FILES: Final = (
     "uPlot.min.css",
     "console.css",
     "console.js",
+    "usage.js",
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -77,6 +79,7 @@ class Console:
             pages_outbox,
             pages_access,
             pages_misc,
+            pages_usage,
         ):
             module.add_routes(sub.router)
         app.router.add_get(PREFIX, _to_overview)

@@ -25,6 +25,7 @@ NAV: Final = (
     ("outbox", "/console/outbox", "Outbox"),
     ("access", "/console/access", "Access"),
     ("schedules", "/console/schedules", "Schedules"),
+    ("usage", "/console/usage", "Usage"),
     ("audit", "/console/audit", "Audit"),
 )
 
