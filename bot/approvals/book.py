@@ -95,6 +95,11 @@ class ApprovalBook:
     def available(self) -> bool:
         return self._store is not None
 
+    @property
+    def metrics(self) -> ApprovalMetrics:
+        """The daemon's approval metrics (an operator surface in the daemon counts into them)."""
+        return self._metrics
+
     def _config(self) -> ApprovalSettings:
         return self._settings().agent.approvals
 
@@ -195,8 +200,10 @@ class ApprovalBook:
         await self._audit.record(person.ref, f"approval.{decided.state.value}", detail)
         logger.info("approval decided id=%s outcome=%s", approval.id, decided.state.value)
         await self._show_decided(approval.id)
-        resumption, run = await self._claim(approval.run_id)
         text = f"{_verb(decided.state)} {approval.tool} (ID {approval.id})."
+        if person.operator:  # no lane here to resume in: the sweep of the chat's holder does
+            return Verdict(text=text, decided=True)
+        resumption, run = await self._claim(approval.run_id)
         return Verdict(text=text, decided=True, resumption=resumption, run=run)
 
     def _refusal(self, approval: Approval, decision: Decision, person: Person) -> str | None:

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "bot.cli.daemon",
     "bot.cli.operator.parsers",
     "bot.cli.operator.console_url",
+    "bot.cli.operator.approvals",
     "bot.cli.service",
 )
 

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from bot.console import (
     pages_access,
+    pages_approvals,
     pages_conversations,
     pages_misc,
     pages_outbox,
@@ -76,6 +77,7 @@ class Console:
             pages_trace,
             pages_outbox,
             pages_access,
+            pages_approvals,
             pages_misc,
         ):
             module.add_routes(sub.router)
