@@ -151,12 +151,15 @@ async def turn_approvals(store: Store, correlations: Iterable[str]) -> list[RunA
     return runs
 
 
-def run_heading(run: ApprovalRun) -> str:
+def run_heading(run: ApprovalRun, *, hint: bool = True) -> str:
+    """``hint``: name the id that traces the run's own messages."""
     resumed = f"resumed {when(run.resumed_at)}" if run.resumed_at else "not resumed yet"
-    return (
+    heading = (
         f"approval run {run.id} of turn {run.correlation_id} in {run.key.describe()},"
         f" paused {when(run.created_at)}, {resumed}"
-        f" (`switchboard trace approval-{run.id}`: its messages)"
+    )
+    return (
+        f"{heading} (`switchboard trace {RUN_PREFIX}{run.id}`: its messages)" if hint else heading
     )
 
 
@@ -172,11 +175,13 @@ def trace_cells(approval: Approval, settings: ApprovalSettings) -> list[str]:
     ]
 
 
-def runs_lines(runs: Sequence[RunApprovals], settings: ApprovalSettings) -> list[str]:
+def runs_lines(
+    runs: Sequence[RunApprovals], settings: ApprovalSettings, *, hint: bool = True
+) -> list[str]:
     """The text ``trace`` prints under a message: each run and its decisions."""
     lines: list[str] = []
     for found in runs:
-        lines.append(escape_controls(f"  {run_heading(found.run)}"))
+        lines.append(escape_controls(f"  {run_heading(found.run, hint=hint)}"))
         cells = [trace_cells(approval, settings) for approval in found.approvals]
         lines.append(table(TRACE_HEADERS, cells, indent="    "))
     return lines
@@ -219,7 +224,7 @@ async def trace_approval(
         **run_json(traced, settings),
         "outbox": [outbox_json(each.row, each.calls) for each in rows],
     }
-    lines = runs_lines([traced], settings)
+    lines = runs_lines([traced], settings, hint=False)
     lines += [line for each in rows for line in row_lines(each)] or ["  outbox: no rows"]
     turn = traced.run.correlation_id
     lines.append(escape_controls(f"  (`switchboard trace {turn}`: the turn that paused)"))

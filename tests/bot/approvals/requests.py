@@ -8,7 +8,7 @@ from datetime import timedelta
 from bot.messages import ChatType, ConversationKey, utc_now
 from bot.ports import Store
 from bot.ports.agent import DecisionType
-from bot.ports.approvals import Approval, ApprovalRun, approvals_of
+from bot.ports.approvals import Approval, ApprovalRun, ApprovalStore, approvals_of
 
 CHAT = ConversationKey(channel="telegram", account_id="bot", chat_id="-100", topic_id=None)
 ALL: tuple[DecisionType, ...] = ("approve", "edit", "reject")
@@ -39,8 +39,12 @@ def waiting(  # noqa: PLR0913 - one keyword per thing a test varies
     )  # fmt: skip
 
 
-async def record(store: Store, run: ApprovalRun, *approvals: Approval) -> None:
-    """The run and its approvals (one pending ``send_email`` when none are given)."""
+def approvals_in(store: Store) -> ApprovalStore:
     kept = approvals_of(store)
     assert kept is not None
-    await kept.add(run, list(approvals) or [waiting(run)])
+    return kept
+
+
+async def record(store: Store, run: ApprovalRun, *approvals: Approval) -> None:
+    """The run and its approvals (one pending ``send_email`` when none are given)."""
+    await approvals_in(store).add(run, list(approvals) or [waiting(run)])

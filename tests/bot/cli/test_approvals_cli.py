@@ -17,7 +17,7 @@ from bot.config.loader import load_settings
 from bot.ports.approvals import Approval, ApprovalRun, ApprovalState
 from bot.registry import store_for
 from store.sqlite import SqliteStore
-from tests.bot.approvals.requests import paused_run, record, waiting
+from tests.bot.approvals.requests import approvals_in, paused_run, record, waiting
 from tests.bot.cli.cli_support import run_cli
 from tests.postgres import fresh_schema, require_postgres
 
@@ -168,14 +168,17 @@ async def pg_config(tmp_path: Path) -> AsyncIterator[Path]:
 
 async def test_the_commands_work_on_postgres(pg_config: Path) -> None:
     store = store_for(load_settings(pg_config, require_secrets=False))
-    async with store:
+    await store.open()
+    try:
         run = paused_run("r4", "corr-4")
         await record(store, run)
         listed = await asyncio.to_thread(run_cli, "approvals", "list", "-c", pg_config, "--json")
         assert [a["id"] for a in listed.json()] == ["r4a0"]
         done = await asyncio.to_thread(run_cli, "approvals", "reject", "r4a0", "-c", pg_config)
         assert done.status == 0, done.err
-        decided = await store.approvals.get("r4a0")
+        decided = await approvals_in(store).get("r4a0")
         assert decided is not None
         assert (decided.state, decided.decided_by) == (ApprovalState.REJECTED, "cli:ops")
-        assert await store.approvals.settled_runs() == [run]
+        assert await approvals_in(store).settled_runs() == [run]
+    finally:
+        await store.aclose()
