@@ -45,14 +45,14 @@ def masked_args(args: str, settings: ApprovalSettings) -> dict[str, Any]:
 
 
 def _masked(args: Mapping[str, Any], settings: ApprovalSettings) -> dict[str, Any]:
-    return {
-        name: MASK
-        if masked(name, settings)
-        else _masked(value, settings)
-        if isinstance(value, dict)
-        else value
-        for name, value in args.items()
-    }
+    return {name: _masked_value(name, value, settings) for name, value in args.items()}
+
+
+def _masked_value(name: str, value: Any, settings: ApprovalSettings) -> Any:
+    """As chat masks it (``render.shown_args``, nested objects too), without folding."""
+    if masked(name, settings):
+        return MASK
+    return _masked(value, settings) if isinstance(value, dict) else value
 
 
 def editable_args(approval: Approval, settings: ApprovalSettings) -> str:

@@ -2,7 +2,8 @@
 
 Each module adds its subcommands: ``daemon`` (run, chat, check, init; ``probes`` answers
 ``check --online``), ``operator.parsers`` (status, conversations, trace, users, audit, outbox,
-pairing; handlers in ``operator/``), ``operator.console_url`` (console-url) and ``service``
+pairing; handlers in ``operator/``), ``operator.console_url`` (console-url),
+``operator.approvals`` (approvals) and ``service``
 (systemd units; their text is ``unit``).
 
 Every parser is a ``CliParser``: an argument a subcommand does not take is reported with that

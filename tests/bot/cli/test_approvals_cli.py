@@ -52,7 +52,10 @@ def _approval(config: Path, approval_id: str) -> Approval:
 
 def test_list_shows_what_waits_masked_and_folded_as_in_chat(config: Path) -> None:
     run = paused_run("r1", "corr-1")
-    args = json.dumps({"to": "ada@example.com", "api_key": "sk-secret-1", "body": LONG_BODY})
+    nested = {"Authorization": "Bearer t-secret-3", "Accept": "text/plain"}
+    args = json.dumps(
+        {"to": "ada@example.com", "api_key": "sk-secret-1", "body": LONG_BODY, "headers": nested}
+    )
     _recorded(config, run, waiting(run, args=args))
     listed = run_cli("approvals", "list", "-c", config)
     assert listed.status == 0, listed.err
@@ -62,10 +65,16 @@ def test_list_shows_what_waits_masked_and_folded_as_in_chat(config: Path) -> Non
     assert row.split()[:5] == ["r1a0", "pending", "send_email", "telegram", "-100"]
     assert "ada@example.com" in row
     assert "sk-secret-1" not in row
+    assert "t-secret-3" not in row
     assert '"api_key": "•••"' in row
     assert f"… ({len(LONG_BODY)} characters)" in row
     (as_json,) = run_cli("approvals", "list", "-c", config, "--json").json()
-    assert as_json["args"] == {"to": "ada@example.com", "api_key": "•••", "body": LONG_BODY}
+    assert as_json["args"] == {
+        "to": "ada@example.com",
+        "api_key": "•••",
+        "body": LONG_BODY,
+        "headers": {"Authorization": "•••", "Accept": "text/plain"},
+    }
     assert (as_json["state"], as_json["run_id"], as_json["allowed"]) == (
         "pending",
         "r1",
