@@ -8,11 +8,11 @@ in one PostgreSQL transaction, so a failure leaves the target as empty as it was
 The column mapping is derived from the two schemas, not written out per column: each SQLite
 table's columns (``PRAGMA table_info``) go to the PostgreSQL columns of the same name, each
 value converted to the target's type (``information_schema.columns``): ISO text times become
-``timestamptz`` (UTC, microseconds kept), JSON text goes to ``json`` as written, JSON-encoded
-lists become ``text[]`` / ``bigint[]``; ``''`` and NULL are spelled the same in both
-(``store.rows``). A PostgreSQL-only identity column (``seq``: the order SQLite's rowid kept)
-takes the source row's rowid. Ids are kept, and each identity sequence is then set past the
-largest id copied.
+``timestamptz`` (UTC, microseconds kept), ISO text dates ``date``, JSON text goes to ``json``
+as written, JSON-encoded lists become ``text[]`` / ``bigint[]``, 0 and 1 ``boolean``; ``''``
+and NULL are spelled the same in both (``store.rows``). A PostgreSQL-only identity column
+(``seq``: the order SQLite's rowid kept) takes the source row's rowid. Ids are kept, and each
+identity sequence is then set past the largest id copied.
 
 Triggers still fire on the target (the copying role need not own the tables to disable them):
 they fire on updates only, or count cache writes (bookkeeping, not data). The outbox still goes
@@ -28,7 +28,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -174,6 +174,14 @@ def _list_of(kind: type) -> Convert:
     return convert
 
 
+def _date(value: object) -> object:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise StoreError(f"expected an ISO date, got {value!r}")
+    return date.fromisoformat(value)
+
+
 def _json(value: object) -> object:
     if value is None:
         return None
@@ -191,6 +199,8 @@ def _converter(column: TargetColumn) -> Convert:
     match column.data_type:
         case "timestamp with time zone":
             return _time
+        case "date":
+            return _date
         case "json" | "jsonb":
             return _json
         case "ARRAY" if column.element_type == "_text":

@@ -84,6 +84,10 @@ class Dialect:
     """The column that keeps the order rows were inserted in (ties in ``created_at``)."""
     chat_leases: bool
     """Whether chats are leased to replicas (``chat_leases``; PostgreSQL only)."""
+    hour_start: str
+    """The start (UTC) of the hour of ``{}`` (a time), read back as a time column."""
+    day_start: str
+    """The start (UTC) of the day of ``{}`` (a time), read back as a time column."""
 
 
 SQLITE = Dialect(
@@ -96,5 +100,8 @@ SQLITE = Dialect(
     in_ids="{} IN (SELECT value FROM json_each(?))",
     seq="rowid",
     chat_leases=False,
+    hour_start="(substr({}, 1, 13) || ':00:00.000000+00:00')",
+    day_start="(substr({}, 1, 10) || 'T00:00:00.000000+00:00')",
 )
-"""SQLite: times are ISO text, lists are JSON text (read with ``json_each``)."""
+"""SQLite: times are ISO text, lists are JSON text (read with ``json_each``); a time's hour
+and day are a prefix of its text (``store.codec``'s fixed shape), completed to a time."""

@@ -24,6 +24,7 @@ from store.mutes import SqlMuteStore
 from store.outbox import SqlOutboxStore
 from store.replicas import SqlReplicaStore
 from store.schedules import SqlScheduleStore
+from store.usage import SqlUsageStore
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +118,11 @@ class Tables(StartClose, Store):
     def console_sessions(self) -> SqlRevokedSessions:
         """Logged-out console sessions (``bot.ports.console_sessions``, design §23)."""
         return SqlRevokedSessions(self._backend)  # stateless: no attribute of its own
+
+    @property
+    def usage(self) -> SqlUsageStore:
+        """Model usage and message counts (``bot.ports.usage``, design §25)."""
+        return SqlUsageStore(self._backend)  # stateless: no attribute of its own
 
     @override
     async def start(self) -> None:

@@ -18,7 +18,7 @@ from bot.delivery.assembly import Delivery
 from bot.hub import ChannelHub
 from bot.pipeline.lanes import Lanes
 from bot.pipeline.route import RouteActions
-from bot.pipeline.turns import TurnHooks
+from bot.pipeline.turn_hooks import AskApproval
 from bot.ports import Store
 from bot.ports.approvals import ApprovalRun
 from bot.records import ChatRef
@@ -35,11 +35,10 @@ class Approvals:
     book: ApprovalBook
     delivery: Delivery
 
-    def hooks(self) -> TurnHooks:
-        """A turn pauses for approvals through the book; a user's message moves a paused
-        thread on."""
-        ask = self.book.ask if self.book.available else None
-        return TurnHooks(ask_approval=ask, moved_on=self.book.moved_on)
+    @property
+    def ask(self) -> AskApproval | None:
+        """How a turn pauses for approvals (``None``: the store keeps none)."""
+        return self.book.ask if self.book.available else None
 
     def register(self, registry: CommandRegistry, lanes: Lanes) -> None:
         register_approval_commands(registry, self.book if self.book.available else None, lanes)

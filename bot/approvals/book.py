@@ -225,6 +225,25 @@ class ApprovalBook:
         who = f" by {now.decided_by_name or now.decided_by}" if now.decided_by else ""
         return f"That request was already {now.state.value}{who} at {when(now.decided_at)}."
 
+    async def recovered(self, approval_id: str, person: Person) -> Verdict | None:
+        """A press journaled before a crash, replayed by recovery: if it was this press that
+        decided the run's last request, the run was claimed but may not have gone on, so it is
+        resumed again (a run that went on has nothing pending, and resuming it does nothing)."""
+        approval = await self.get(approval_id)
+        if self._store is None or approval is None or approval.decided_by != person.ref:
+            return None
+        found = await self._store.run(approval.run_id)
+        if found is None or found[0].resumed_at is None:
+            return None
+        run, approvals = found
+        resumption = Resumption(
+            run_id=run.id,
+            thread_id=run.thread_id,
+            asker_id=approval.asker_id,
+            decisions=tuple(_decision_of(a) for a in approvals),
+        )
+        return Verdict(text="", decided=True, resumption=resumption, run=run)
+
     async def _claim(self, run_id: str) -> tuple[Resumption | None, ApprovalRun | None]:
         """The run's resumption if this caller is the one to resume it."""
         assert self._store is not None  # noqa: S101 - callers checked
@@ -252,15 +271,26 @@ class ApprovalBook:
         if approval is None or approval.state is ApprovalState.PENDING:
             return
         caps = self._caps_of(approval.key.channel)
-        if approval.message_id is None or caps is None or not caps.edits:
+        if caps is None:
             return
-        edit = TextEdit(
-            destination=Destination.of(approval.key, approval.chat_type),
-            message_id=approval.message_id,
-            text=decided_text(approval, self._config()),
-            kind=OutboundKind.NOTICE,
-        )
-        await self._record([_item(approval, "decided", edit)])
+        destination = Destination.of(approval.key, approval.chat_type)
+        text = decided_text(approval, self._config())
+        shown: TextEdit | OutboundText
+        if caps.edits and approval.message_id is not None:
+            shown = TextEdit(
+                destination=destination,
+                message_id=approval.message_id,
+                text=text,
+                kind=OutboundKind.NOTICE,
+            )
+        else:  # a platform that cannot edit (DingTalk) says the outcome below the request
+            shown = OutboundText(
+                destination=destination,
+                text=text,
+                kind=OutboundKind.NOTICE,
+                reply_to=approval.message_id,
+            )
+        await self._record([_item(approval, "decided", shown)])
 
     def edit_template(self, approval: Approval) -> str:
         return edit_template(approval, self._config())

@@ -30,7 +30,9 @@ async def _decide(
         and call.role is Role.ADMIN
         and not await _is_approval(book, approval_id)
     ):
-        return await approve_pairing(call)  # an access request's code (design §10)
+        reply = await approve_pairing(call)  # an access request's code (design §10)
+        await call.env.store.audit.record(call.actor, "/approve", call.raw_args)
+        return reply
     if book is None or lanes is None or not book.available:
         return OFF
     rest = rest.strip()

@@ -81,30 +81,35 @@ class ApprovalPresses(RouteStep):
         if choice == "edit":
             return await self._edit(item, approval_id, person)
         verdict = await self._book.decide(approval_id, _decision(choice), person)
+        if not verdict.decided and item.recovered:
+            verdict = await self._book.recovered(approval_id, person) or verdict
         if verdict.run is not None and verdict.resumption is not None:
             resume(self._lanes, verdict.run, verdict.resumption, (item,))
             return APPROVAL
-        await self.tell(item, verdict.text)
+        if verdict.decided:
+            await self._actions.tell_sender(item, verdict.text)
+        else:
+            await self._actions.tell_privately(item, verdict.text)
         await self._actions.finish(item, "approval decided" if verdict.decided else "approval")
         return APPROVAL if verdict.decided else APPROVAL_REFUSED
 
     async def _edit(self, item: Accepted, approval_id: str, person: Person) -> str:
         approval = await self._book.get(approval_id)
+        refusal = None
         if approval is None or not may_decide(approval, person):
-            text = "You are not allowed to decide on this request."
+            refusal = "You are not allowed to decide on this request."
         elif approval.state is not ApprovalState.PENDING:
-            text = f"That request was already {approval.state.value}."
+            refusal = f"That request was already {approval.state.value}."
         elif "edit" not in approval.allowed:
-            text = "This request cannot be edited."
-        else:
-            text = self._book.edit_template(approval)
-        await self.tell(item, text)
+            refusal = "This request cannot be edited."
+        if refusal is not None or approval is None:
+            await self._actions.tell_privately(item, refusal or "")
+            await self._actions.finish(item, "approval edit refused")
+            return APPROVAL_REFUSED
+        # In the chat: the command is copied from it (a private alert cannot be copied).
+        await self._actions.tell_sender(item, self._book.edit_template(approval))
         await self._actions.finish(item, "approval edit asked")
         return APPROVAL
-
-    async def tell(self, item: Accepted, text: str) -> None:
-        """To the presser alone where the platform can show a message to one person."""
-        await self._actions.tell_sender(item, text)
 
 
 def _decision(choice: str) -> Decision:

@@ -2,9 +2,9 @@
 
 Each module adds its subcommands: ``daemon`` (run, chat, check, init; ``probes`` answers
 ``check --online``), ``operator.parsers`` (status, conversations, trace, users, audit, outbox,
-pairing; handlers in ``operator/``), ``operator.console_url`` (console-url),
-``operator.approvals`` (approvals) and ``service``
-(systemd units; their text is ``unit``).
+pairing; handlers in ``operator/``), ``operator.usage`` (usage), ``operator.console_url``
+(console-url), ``operator.approvals`` (approvals) and ``service`` (systemd units; their text
+is ``unit``).
 
 Every parser is a ``CliParser``: an argument a subcommand does not take is reported with that
 subcommand's usage (argparse alone blames the top-level command). A reader that goes away
@@ -30,6 +30,7 @@ from bot.text.escape import escape_lines
 COMMAND_MODULES = (
     "bot.cli.daemon",
     "bot.cli.operator.parsers",
+    "bot.cli.operator.usage",
     "bot.cli.operator.console_url",
     "bot.cli.operator.approvals",
     "bot.cli.service",

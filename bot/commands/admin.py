@@ -26,7 +26,7 @@ def _user_arg(call: CommandCall) -> tuple[str, str] | None:
 
 async def _admin(call: CommandCall) -> str:
     if call.args[:1] != ("status",):
-        return "Usage: `/admin status`"
+        return "Usage: `/admin status` (`/help` lists the rest)"
     env = call.env
     lines = ["**Channels**"]
     for name in env.hub.names():

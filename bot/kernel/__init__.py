@@ -29,7 +29,8 @@ from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import Lanes
 from bot.pipeline.router import Router
 from bot.pipeline.sessions import Sessions
-from bot.pipeline.turns import TurnDeps, TurnHooks, TurnRunner, TurnTools
+from bot.pipeline.turn_hooks import TurnHooks, TurnTools
+from bot.pipeline.turns import TurnDeps, TurnRunner
 from bot.ports import AgentBackend, Channel, Store
 from bot.ports.push import Push
 from bot.push.assembly import daemon_pusher
@@ -40,6 +41,8 @@ from bot.takeover.commands import register_mute_commands
 from bot.takeover.handoff import HandoffDeps, Handoffs
 from bot.takeover.mutes import MuteBook
 from bot.takeover.takeover import Takeover
+from bot.usage.assembly import turn_meter
+from bot.usage.commands import register_usage_commands
 
 logger = logging.getLogger(__name__)
 
@@ -218,9 +221,12 @@ def assemble_conversations(
         handoff_for=Handoffs(HandoffDeps(settings=settings, book=book, push=push, store=store)),
     )
     approvals = assemble_approvals(settings, store, ground.hub, delivery)
-    parts = TurnParts(
-        sessions=sessions, clarifications=clarifications, tools=tools, hooks=approvals.hooks()
+    hooks = TurnHooks(
+        ask_approval=approvals.ask,
+        moved_on=approvals.book.moved_on,
+        used=turn_meter(settings, store, delivery.counters.registry),
     )
+    parts = TurnParts(sessions=sessions, clarifications=clarifications, tools=tools, hooks=hooks)
     lanes = _lanes(ground, delivery, parts)
     takeover = Takeover(settings, book, lanes, store)
     delivery.fence.on_lost += [lanes.drop_chats, clarifications.forget_chats]
@@ -229,6 +235,7 @@ def assemble_conversations(
         register_schedule_commands,
         functools.partial(register_mute_commands, takeover=takeover),
         functools.partial(approvals.register, lanes=lanes),
+        register_usage_commands,
     )
     route = RouterDeps(
         settings=settings,

@@ -30,6 +30,7 @@ from bot.ports import Store
 from bot.push.step import OperatorPushes
 from bot.takeover.step import HeldByHumans
 from bot.takeover.takeover import Takeover
+from bot.usage.assembly import usage_gate
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,6 +85,7 @@ def route_steps(
         Unaddressed(addressing, heard, actions),
         ConversationKeys(talk.sessions),
         HeldByHumans(takeover),
+        usage_gate(settings, deps.store, role_of=access.role, actions=actions),
         SubmitTurn(heard, actions),
     )
 

@@ -13,31 +13,38 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from bot.config.settings import Settings
 from bot.delivery.assembly import Delivery
-from bot.delivery.progress import OutboxSend, ProgressStream
+from bot.delivery.progress import ProgressStream
 from bot.delivery.replies import ReplyContext
 from bot.delivery.writer import ReplyWriter
 from bot.errors import AgentError, ChatLost
 from bot.hub import ChannelHub
-from bot.messages import ConversationKey, Reaction, Sender, utc_now
+from bot.messages import Reaction, utc_now
 from bot.pipeline import revised_turns as revised
 from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.endings import EndingTurn, end_turn
-from bot.pipeline.group_context import render_context
 from bot.pipeline.journal import Journal
-from bot.pipeline.lanes import CancelReason, CancelToken, Quiet, TurnRequest
+from bot.pipeline.lanes import CancelReason, CancelToken, TurnRequest
 from bot.pipeline.sessions import Sessions
+from bot.pipeline.turn_hooks import (
+    TurnHooks,
+    TurnInput,
+    TurnTools,
+    TurnUsage,
+    asker_of,
+    build_turn,
+    correlation_for,
+    placeholder_tag,
+)
 from bot.pipeline.turn_marks import TurnMark
-from bot.pipeline.uploads import save_uploads
 from bot.pipeline.workspaces import ThreadWorkspaces
 from bot.ports import (
     AgentBackend,
     Channel,
-    ChannelCapabilities,
     ClarificationRequest,
     FinalAnswer,
     Store,
@@ -45,56 +52,10 @@ from bot.ports import (
     Turn,
 )
 from bot.ports.agent import ApprovalRequest, ModelUsage
-from bot.ports.mutes import TurnHandoff
-from bot.ports.schedules import TurnScheduler
 from bot.records import InboundStatus
 from bot.workspace import ThreadWorkspace
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnTools:
-    """What the agent's tools reach, made per turn."""
-
-    scheduler_for: Callable[[TurnRequest], TurnScheduler | None] = lambda _request: None
-    """The schedules of the request's conversation (design §19)."""
-    handoff_for: Callable[[TurnRequest, Quiet], TurnHandoff | None] = lambda _request, _quiet: None
-    """The handoff of the request's conversation (design §22); it ends the turn through the
-    turn's own lane (``CancelToken.quiet``)."""
-
-
-AskApproval = Callable[
-    [ApprovalRequest, ReplyContext, str, ChannelCapabilities, OutboxSend], Awaitable[object]
-]
-"""Record a paused run's approvals and post them (``ApprovalBook.ask``, design §24)."""
-
-
-async def _nothing(*_args: object) -> None:
-    return None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnUsage:
-    """What a turn's model calls used, for the usage meter (design §25)."""
-
-    key: ConversationKey
-    user_id: str
-    thread_id: str
-    correlation_id: str
-    calls: tuple[ModelUsage, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnHooks:
-    """What the features' rooms do at points of a turn."""
-
-    ask_approval: AskApproval | None = None
-    """None: no store keeps approvals; a run that pauses for one fails visibly."""
-    moved_on: Callable[[str], Awaitable[None]] = _nothing
-    """A user's message starts a turn on the thread: a run paused there cannot resume."""
-    used: Callable[[TurnUsage], Awaitable[None]] = _nothing
-    """The turn's model usage, once it ends (however it ends)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,8 +67,8 @@ class TurnDeps:
     sessions: Sessions
     clarifications: Clarifications
     delivery: Delivery
-    tools: TurnTools = TurnTools()
-    hooks: TurnHooks = TurnHooks()
+    tools: TurnTools = field(default_factory=TurnTools)
+    hooks: TurnHooks = field(default_factory=TurnHooks)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,7 +114,9 @@ class TurnRunner:
             logger.exception("creating a thread crashed key=%s", request.key.describe())
             await self._no_thread(request, channel, AgentError("an internal error"))
             return
-        replies = self._replies(channel, request, conversation, _correlation(request, conversation))
+        replies = self._replies(
+            channel, request, conversation, correlation_for(request, conversation)
+        )
         ctx = replies.ctx
         await self._mark_turn(request, ctx.correlation_id, agent_started=False, thread=conversation)
         outcome = "ok"
@@ -209,12 +172,15 @@ class TurnRunner:
         ctx = replies.ctx
         assert ctx.thread_id is not None  # noqa: S101 - set by __call__
         workspace = await self._workspaces.get(ctx.thread_id)
-        turn = await self._build_turn(request, channel, workspace, token.quiet)
+        parts = TurnInput(
+            tools=self._tools, max_upload_bytes=self._settings().agent.max_upload_bytes
+        )
+        turn = await build_turn(request, channel, workspace, token.quiet, parts)
         stream = ProgressStream(
             channel,
             self._outbox,
             self._limiter,
-            ctx.tagged(_placeholder_tag(request)),
+            ctx.tagged(placeholder_tag(request)),
             counters=self._counters,
             fence=self._fence,
         )
@@ -294,14 +260,9 @@ class TurnRunner:
 
     async def _used(self, scope: _Scope, calls: tuple[ModelUsage, ...]) -> None:
         request = scope.request
-        user = request.items[-1].message.sender.id if request.items else ""
-        if request.resumed is not None:
-            user = request.resumed.asker_id
-        elif request.answered is not None:
-            user = request.answered.asked_user_id
         usage = TurnUsage(
             key=request.key,
-            user_id=user,
+            user_id=asker_of(request),
             thread_id=scope.thread_id,
             correlation_id=scope.replies.ctx.correlation_id,
             calls=calls,
@@ -311,51 +272,13 @@ class TurnRunner:
         except Exception:
             logger.exception("recording usage failed correlation=%s", usage.correlation_id)
 
-    async def _build_turn(
-        self, request: TurnRequest, channel: Channel, workspace: ThreadWorkspace, quiet: Quiet
-    ) -> Turn:
-        if request.resumed is not None:
-            sender = request.items[-1].message.sender if request.items else _system_sender()
-            return Turn(
-                text="",
-                sender=sender,
-                resume_decisions=request.resumed.decisions,
-                scheduler=self._tools.scheduler_for(request),
-                handoff=self._tools.handoff_for(request, quiet),
-            )
-        if request.answered is not None:
-            sender = request.items[-1].message.sender if request.items else _system_sender()
-            return Turn(
-                text=request.answer or "",
-                sender=sender,
-                resume_answer=request.answer or "",
-                scheduler=self._tools.scheduler_for(request),
-                handoff=self._tools.handoff_for(request, quiet),
-            )
-        messages = [item.message for item in request.items]
-        limit = self._settings().agent.max_upload_bytes
-        uploads, notes = await save_uploads(channel, messages, workspace, limit)
-        text = "\n\n".join(m.text for m in messages if m.text.strip())
-        return Turn(
-            text=text,
-            sender=messages[-1].sender,
-            uploads=uploads,
-            notes=notes,
-            scheduler=self._tools.scheduler_for(request),
-            handoff=self._tools.handoff_for(request, quiet),
-            chat_context=render_context(request.context),
-        )
-
     async def _ask(self, scope: _Scope, event: ClarificationRequest) -> None:
         ctx, caps = scope.replies.ctx, scope.channel.capabilities
         placeholder = await scope.stream.close()
         if scope.stream.text.strip():
             await scope.replies.text(scope.stream.text, placeholder_id=placeholder)
         request = scope.request
-        asked_user = request.items[-1].message.sender.id if request.items else ""
-        if request.answered is not None:
-            asked_user = request.answered.asked_user_id
-        await self._clarifications.ask(event, ctx, asked_user, caps, self._outbox.send_now)
+        await self._clarifications.ask(event, ctx, asker_of(request), caps, self._outbox.send_now)
         await self._mark(request, InboundStatus.HANDLED, "asked")
 
     async def _ask_approval(self, scope: _Scope, event: ApprovalRequest) -> None:
@@ -369,13 +292,8 @@ class TurnRunner:
         if scope.stream.text.strip():
             await scope.replies.text(scope.stream.text, placeholder_id=placeholder)
         request = scope.request
-        asker = request.items[-1].message.sender.id if request.items else ""
-        if request.resumed is not None:
-            asker = request.resumed.asker_id
-        elif request.answered is not None:
-            asker = request.answered.asked_user_id
         ctx, caps = scope.replies.ctx, scope.channel.capabilities
-        await self._hooks.ask_approval(event, ctx, asker, caps, self._outbox.send_now)
+        await self._hooks.ask_approval(event, ctx, asker_of(request), caps, self._outbox.send_now)
         await self._mark(request, InboundStatus.HANDLED, "awaiting approval")
 
     async def _settled_quietly(self, scope: _Scope) -> None:
@@ -480,24 +398,3 @@ def failure_text(reason: str, reference: str) -> str:
     if fragment[:1].isupper() and not fragment[1:2].isupper():
         fragment = fragment[0].lower() + fragment[1:]
     return f"⚠️ Sorry, I could not finish this reply: {fragment}. (ref `{reference}`)"
-
-
-def _correlation(request: TurnRequest, thread_id: str) -> str:
-    """What a turn with no message of its own is keyed by: a resumed run by its run (each
-    resumption answers once), anything else by its thread."""
-    if request.resumed is not None:
-        return f"approval-{request.resumed.run_id}"
-    return thread_id
-
-
-def _system_sender() -> Sender:
-    return Sender(id="", display_name="")
-
-
-def _placeholder_tag(request: TurnRequest) -> str:
-    """A re-run after a crash keeps its turn's correlation id but gets a placeholder of its
-    own: the interrupted turn's placeholder is recovery's to finish ("the answer follows
-    below"), and on some platforms a finished one cannot be edited again (design §11)."""
-    if any(item.recovered for item in request.items):
-        return "placeholder/resumed"
-    return "placeholder"

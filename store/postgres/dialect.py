@@ -51,5 +51,7 @@ POSTGRES = Dialect(
     in_ids="{} = ANY (?::bigint[])",
     seq="seq",
     chat_leases=True,
+    hour_start="date_trunc('hour', {}, 'UTC')",
+    day_start="date_trunc('day', {}, 'UTC')",
 )
 """PostgreSQL: ``seq`` is an identity column that stands in for SQLite's rowid."""

@@ -55,6 +55,8 @@ TABLES = {
     "write_probe",
     "replicas",
     "cache_writes",
+    "usage",
+    "usage_hits",
 }
 Conn = psycopg.AsyncConnection[TupleRow]
 PASSWORD = "s3cret-Pa55"  # noqa: S105 - made up, to see that it is never shown

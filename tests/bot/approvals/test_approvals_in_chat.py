@@ -66,7 +66,9 @@ async def test_a_press_by_someone_not_allowed_changes_nothing(tmp_path: Path) ->
         _, payloads = _request(await channel.wait_text("Approval needed"))
         press = _press(payloads["approve"], "p1", user="mallory", in_group=True)
         await channel.inject(press)
-        await channel.wait_text("not allowed")
+        refusal = await channel.wait_text("not allowed")
+        assert isinstance(refusal.delivery, OutboundText)
+        assert refusal.delivery.private_to == "mallory"  # shown to the presser alone
         await routed(daemon.kernel, 2)
         assert not [run for run in agent.runs if run.turn.resume_decisions is not None]
         await channel.inject(_press(payloads["reject"], "p2", in_group=True))

@@ -25,6 +25,7 @@ from bot.pipeline.revisions import RevisionStep
 from bot.pipeline.router import ConversationKeys, Reachable, Router, SubmitTurn
 from bot.push.step import OperatorPushes
 from bot.takeover.step import HeldByHumans
+from bot.usage.step import UsageGate
 from tests.bot.harness import make_settings, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel
@@ -46,6 +47,7 @@ ROUTE = [
     Unaddressed,
     ConversationKeys,
     HeldByHumans,
+    UsageGate,
     SubmitTurn,
 ]
 
