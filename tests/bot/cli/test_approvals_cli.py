@@ -114,20 +114,24 @@ def test_approve_records_the_decision_for_the_sweep_and_a_second_is_refused(
 
 def test_reject_carries_the_reason_and_edit_keeps_the_masked_values(config: Path) -> None:
     run = paused_run("r2", "corr-2")
-    _recorded(config, run, waiting(run, 0), waiting(run, 1))
+    nested = '{"to": "ada@example.com", "api_key": "sk-secret-1", "auth": {"token": "t-secret-4"}}'
+    _recorded(config, run, waiting(run, 0), waiting(run, 1, args=nested))
     rejected = run_cli("approvals", "reject", "r2a0", "--reason", "wrong recipient", "-c", config)
     assert rejected.status == 0, rejected.err
     assert rejected.out.strip().endswith("; its run waits for 1 more decision(s)")
     assert _approval(config, "r2a0").reason == "wrong recipient"
-    new_args = '{"to": "bob@example.com", "api_key": "•••"}'
+    new_args = json.dumps(
+        {"to": "bob@example.com", "api_key": "•••", "auth": {"token": "•••", "user": "bob"}}
+    )
     edited = run_cli("approvals", "edit", "r2a1", new_args, "-c", config, "--json").json()
     assert edited["done"].startswith("approved with new arguments send_email (ID r2a1)")
-    assert edited["approval"]["decided_args"] == {"to": "bob@example.com", "api_key": "•••"}
+    assert edited["approval"]["decided_args"] == json.loads(new_args)
     stored = _approval(config, "r2a1")
     assert stored.state is ApprovalState.EDITED
     assert json.loads(stored.decided_args or "") == {
         "to": "bob@example.com",
         "api_key": "sk-secret-1",
+        "auth": {"token": "t-secret-4", "user": "bob"},
     }
     everything = run_cli("approvals", "list", "--state", "all", "-c", config, "--json").json()
     assert sorted((a["id"], a["state"], a["reason"]) for a in everything) == [
