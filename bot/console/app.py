@@ -17,6 +17,7 @@ from aiohttp import web
 
 from bot.console import (
     pages_access,
+    pages_approvals,
     pages_conversations,
     pages_misc,
     pages_outbox,
@@ -78,6 +79,7 @@ class Console:
             pages_trace,
             pages_outbox,
             pages_access,
+            pages_approvals,
             pages_misc,
             pages_usage,
         ):
