@@ -6,6 +6,9 @@ file delivery can be tried without a model:
 - ``ask: <question> | <option> | <option>`` asks a clarifying question; the answer resumes
   the thread and is echoed back.
 - ``file: <name> | <content>`` writes ``outputs/<name>`` and presents it for delivery.
+
+It has no model, so it reports no ``ModelUsage``, and it never waits for decisions: decisions
+sent to it find nothing pending and end the turn with an empty answer, as the other backends'.
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ class EchoBackend:
         """Nothing to close."""
 
     async def run(self, thread_id: str, turn: Turn) -> AsyncGenerator[AgentEvent, None]:
+        if turn.resume_decisions is not None:
+            yield FinalAnswer(text="")  # it never asks for decisions: nothing is pending
+            return
         if turn.resume_answer is not None:
             reply = f"{OFFLINE_PREFIX} You chose: {turn.resume_answer}"
             async for event in _stream(reply):

@@ -2,9 +2,14 @@
 
 Checkpoints live in ``state_dir/agent.db`` (not the daemon's own database), or in the
 daemon's PostgreSQL database when the store is there (``agent/checkpoints.py``), so threads,
-history and pending clarifications survive restarts. A run streams the graph and translates it
-into ``AgentEvent`` values: assistant text tokens, tool activity, a clarification (then the run
-ends), and a final answer with the files presented during this turn.
+history, pending clarifications and pending approval requests survive restarts. A run streams
+the graph and translates it into ``AgentEvent`` values (``agent/embedded_events.py``): assistant
+text tokens, tool activity, what each model call used, then a clarification or an approval
+request (the run pauses) or a final answer with the files presented during this turn.
+
+Decisions (``Turn.resume_decisions``) resume the thread's pending approval request; when none is
+pending (decided already, or the thread moved on) the run does nothing and ends with an empty
+``FinalAnswer``, which the kernel does not send (``agent/embedded_input.py``).
 
 Cancelling the task that iterates ``run`` is how a local run is stopped. The next turn on the
 thread starts from the last checkpoint; ``agent.graph.close_dangling_tool_calls`` repairs a tool
@@ -23,33 +28,25 @@ from pathlib import Path
 from typing import Any, cast
 
 import openai
-from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
-from langgraph.graph import MessagesState
-from langgraph.types import Command, Interrupt, StateSnapshot, StreamMode
+from langgraph.types import Command, StreamMode
 from typing_extensions import override
 
+from agent.approval_tools import approval_tools_of
 from agent.checkpoints import checkpointer
-from agent.graph import MODEL_NODE, REQUEST_TIMEOUT_S, AgentGraph, build_graph, chat_model
+from agent.embedded_events import TurnRecorder
+from agent.embedded_input import NothingToRun, graph_input
+from agent.graph import REQUEST_TIMEOUT_S, AgentGraph, ThreadState, build_graph, chat_model
 from agent.handoff_tool import HANDOFF_KEY
 from agent.lazy import describe
-from agent.offline_model import ADDRESSED_HEADER
 from agent.schedule_tools import SCHEDULER_KEY
-from agent.tools import PRESENT_TOOL, build_tools
+from agent.tools import build_tools
 from bot.config.settings import Settings
 from bot.config.store import StoreBackend
 from bot.errors import AgentError
 from bot.lifecycle import StartClose
-from bot.ports import (
-    AgentEvent,
-    ClarificationRequest,
-    FinalAnswer,
-    PresentedFile,
-    TextDelta,
-    ToolActivity,
-    Turn,
-)
+from bot.ports import AgentEvent, Turn
 from bot.workspace import PathEscape, ThreadWorkspace
 
 logger = logging.getLogger(__name__)
@@ -58,7 +55,7 @@ RECURSION_LIMIT = 50
 SETTLED_REMEMBERED = 10_000
 _STREAM_MODES: list[StreamMode] = ["messages", "updates"]
 _EXPECTED_ERRORS = (openai.OpenAIError, GraphRecursionError)
-PART_SEPARATOR = "\n\n"
+OFFLINE_MODEL_NAME = "offline-echo"
 
 
 class EmbeddedBackend(StartClose):
@@ -86,6 +83,9 @@ class EmbeddedBackend(StartClose):
         decodes the whole thread). Only where this process is the thread's one writer (the
         SQLite checkpointer); with PostgreSQL another replica may have run it since."""
         self._sole_writer = settings.store.backend is StoreBackend.SQLITE
+        model = settings.agent.model
+        self._model_name = OFFLINE_MODEL_NAME if model.offline else model.name
+        """What ``ModelUsage`` names when the provider's reply does not name its model."""
 
     @property
     def description(self) -> str:
@@ -106,7 +106,9 @@ class EmbeddedBackend(StartClose):
             http_async_client=self._http,
         )
         tools = build_tools(self._settings.workspace_root)
-        self._graph = build_graph(model, tools, agent.system_prompt, saver)
+        self._graph = build_graph(
+            model, tools, agent.system_prompt, saver, approval_tools=approval_tools_of(agent)
+        )
         logger.info("agent backend started: %s", self.description)
 
     @override
@@ -169,25 +171,23 @@ class EmbeddedBackend(StartClose):
             },
             "recursion_limit": RECURSION_LIMIT,
         }
-        recorder = _TurnRecorder()
+        recorder = TurnRecorder(model_name=self._model_name)
         settled = thread_id in self._settled
         self._settled.pop(thread_id, None)  # unsettled until this run finishes
         try:
             await asyncio.to_thread(workspace.create)
-            graph_input = await _graph_input(graph, config, turn, workspace, settled=settled)
-            stream = graph.astream(
-                graph_input, config, stream_mode=_STREAM_MODES, durability="sync"
-            )
-            async with contextlib.aclosing(cast(AsyncGenerator[Any, None], stream)):
-                async for mode, chunk in stream:
-                    for event in recorder.feed(mode, chunk):
-                        yield event
+            start = await graph_input(graph, config, turn, workspace, settled=settled)
+            if not isinstance(start, NothingToRun):
+                async for event in _events(graph, start, config, recorder):
+                    yield event
+        except AgentError:
+            raise
         except _EXPECTED_ERRORS as exc:
             raise translate_error(exc) from exc
         except Exception as exc:
             logger.exception("agent run failed on thread %s", thread_id)
             raise translate_error(exc) from exc
-        if self._sole_writer:
+        if self._sole_writer and (settled or not isinstance(start, NothingToRun)):
             self._settled[thread_id] = None
             if len(self._settled) > SETTLED_REMEMBERED:
                 del self._settled[next(iter(self._settled))]  # the longest settled
@@ -199,177 +199,25 @@ class EmbeddedBackend(StartClose):
         return self._graph
 
 
+async def _events(
+    graph: AgentGraph,
+    start: Command[Any] | ThreadState | None,
+    config: RunnableConfig,
+    recorder: TurnRecorder,
+) -> AsyncGenerator[AgentEvent, None]:
+    """Stream the graph from ``start``, as agent events."""
+    stream = graph.astream(start, config, stream_mode=_STREAM_MODES, durability="sync")
+    async with contextlib.aclosing(cast(AsyncGenerator[Any, None], stream)):
+        async for mode, chunk in stream:
+            for event in recorder.feed(mode, chunk):
+                yield event
+
+
 def _workspace(state_dir: Path, thread_id: str) -> ThreadWorkspace:
     try:
         return ThreadWorkspace.for_thread(state_dir, thread_id)
     except PathEscape as exc:
         raise AgentError("This conversation's thread id is not usable.", detail=str(exc)) from exc
-
-
-async def _graph_input(
-    graph: AgentGraph,
-    config: RunnableConfig,
-    turn: Turn,
-    workspace: ThreadWorkspace,
-    *,
-    settled: bool = False,
-) -> Command[Any] | MessagesState | None:
-    """Resume the pending question with the answer, or add the turn as a user message.
-
-    An answer for a thread with nothing pending (answered twice, or lost) is treated as an
-    ordinary message rather than failing the turn. A turn re-run after a crash finds its
-    message already checkpointed, unanswered: the run continues from there (``None``)
-    instead of showing the model the same message twice. A ``settled`` thread (its last run
-    finished in this process) cannot hold one, and is not read for it.
-    """
-    if turn.resume_answer is not None:
-        pending = (await graph.aget_state(config)).interrupts
-        if len(pending) == 1:
-            return Command(resume=turn.resume_answer)
-        if pending:
-            return Command(resume={pending[0].id: turn.resume_answer})
-        logger.info("no pending question on thread; treating the answer as a message")
-        text = turn.resume_answer
-    else:
-        text = turn.text
-    content = turn_message(text, turn, workspace)
-    if not settled:
-        left = _left_unanswered(await graph.aget_state(config))
-        if content in left:
-            logger.info("the thread already holds this message unanswered; continuing from it")
-            return None
-        for held in left:
-            if content.startswith(held + MERGED_SEPARATOR):
-                logger.info("the thread holds this turn's first messages; adding the rest")
-                content = content[len(held) + len(MERGED_SEPARATOR) :]
-                break
-    return {"messages": [HumanMessage(content=content)]}
-
-
-MERGED_SEPARATOR = "\n\n"
-"""How the kernel joins the texts of messages merged into one turn (``bot/pipeline/turns.py``)."""
-
-
-def _left_unanswered(state: StateSnapshot) -> list[str]:
-    """What an unfinished run left: the user messages since the last answer, as the texts a
-    turn re-running them could carry (the last one alone, the last two merged, ...), longest
-    first. A finished run (nothing ``next``) left none."""
-    messages = state.values.get("messages", []) if isinstance(state.values, dict) else []
-    if not state.next:
-        return []
-    users: list[str] = []
-    for message in reversed(messages):
-        if isinstance(message, AIMessage) and not message.tool_calls:
-            break
-        if isinstance(message, HumanMessage) and isinstance(message.content, str):
-            users.insert(0, message.content)
-    return [MERGED_SEPARATOR.join(users[start:]) for start in range(len(users))]
-
-
-def turn_message(text: str, turn: Turn, workspace: ThreadWorkspace) -> str:
-    """The user message the model sees: the text, then bracketed context lines; in listen
-    mode the group's recent chatter first (``Turn.chat_context``)."""
-    body = _message_body(text, turn, workspace)
-    if not turn.chat_context:
-        return body
-    return f"{turn.chat_context}\n\n{ADDRESSED_HEADER}\n{body}"
-
-
-def _message_body(text: str, turn: Turn, workspace: ThreadWorkspace) -> str:
-    lines: list[str] = []
-    if turn.uploads:
-        lines.append("[The user attached files, saved in this conversation's workspace:]")
-        for upload in turn.uploads:
-            where = _workspace_path(upload.path, workspace)
-            lines.append(f"- {where} (name: {upload.name}, {upload.mime}, {upload.size} bytes)")
-    lines.extend(f"[Note: {note}]" for note in turn.notes)
-    if not lines:
-        return text
-    return f"{text}\n\n" + "\n".join(lines) if text else "\n".join(lines)
-
-
-def _workspace_path(path: Path, workspace: ThreadWorkspace) -> str:
-    try:
-        return path.resolve().relative_to(workspace.root).as_posix()
-    except ValueError:
-        return f"uploads/{path.name}"
-
-
-class _TurnRecorder:
-    """Turns the graph's ``messages`` and ``updates`` streams into agent events.
-
-    The final text is every assistant message of the turn joined by a blank line, and the
-    deltas include those separators, so the deltas always add up to the final text.
-    """
-
-    def __init__(self) -> None:
-        self._parts: list[str] = []
-        self._streamed: list[str] = []
-        self._files: dict[str, None] = {}
-        self._interrupt: Interrupt | None = None
-
-    def feed(self, mode: str, chunk: Any) -> list[AgentEvent]:
-        if mode == "messages":
-            message, metadata = chunk
-            if metadata.get("langgraph_node") == MODEL_NODE:
-                return self._on_token(message)
-            return []
-        events: list[AgentEvent] = []
-        for node, update in chunk.items():
-            if node == "__interrupt__":
-                self._interrupt = self._interrupt or update[0]
-            elif isinstance(update, dict):
-                for message in update.get("messages", []):
-                    events.extend(self._on_message(message))
-        return events
-
-    def _on_token(self, message: Any) -> list[AgentEvent]:
-        if not isinstance(message, AIMessageChunk) or not message.text:
-            return []
-        events: list[AgentEvent] = []
-        if not self._streamed and self._parts:
-            events.append(TextDelta(text=PART_SEPARATOR))
-        self._streamed.append(message.text)
-        events.append(TextDelta(text=message.text))
-        return events
-
-    def _on_message(self, message: Any) -> list[AgentEvent]:
-        if isinstance(message, ToolMessage):
-            if message.name == PRESENT_TOOL and isinstance(message.artifact, list):
-                self._files.update(dict.fromkeys(str(path) for path in message.artifact))
-            return []
-        if not isinstance(message, AIMessage):
-            return []
-        events: list[AgentEvent] = []
-        streamed, self._streamed = "".join(self._streamed), []
-        text = streamed or message.text
-        if text and not streamed:
-            if self._parts:
-                events.append(TextDelta(text=PART_SEPARATOR))
-            events.append(TextDelta(text=text))
-        if text:
-            self._parts.append(text)
-        events.extend(ToolActivity(name=call["name"]) for call in message.tool_calls)
-        return events
-
-    def outcome(self, workspace: ThreadWorkspace) -> ClarificationRequest | FinalAnswer:
-        if self._interrupt is not None:
-            return clarification_from(self._interrupt.value)
-        files = tuple(
-            PresentedFile(path=workspace.root / name, name=Path(name).name) for name in self._files
-        )
-        return FinalAnswer(text=PART_SEPARATOR.join(self._parts), files=files)
-
-
-def clarification_from(value: object) -> ClarificationRequest:
-    """Read an ``interrupt`` payload: ``{"question", "options"}`` or any other value."""
-    if isinstance(value, dict):
-        options = value.get("options") or []
-        return ClarificationRequest(
-            question=str(value.get("question", "")),
-            options=tuple(str(option) for option in options),
-        )
-    return ClarificationRequest(question=str(value))
 
 
 def translate_error(exc: BaseException) -> AgentError:

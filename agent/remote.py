@@ -2,8 +2,14 @@
 
 Threads are created on the server and runs are streamed from it (``messages-tuple`` for tokens,
 ``updates`` for complete messages and ``__interrupt__``), so the daemon stays a thin bridge and
-the agent work runs on the server's workers. An interrupt becomes a ``ClarificationRequest``;
-the answer resumes it with ``command={"resume": answer}``.
+the agent work runs on the server's workers. An interrupt of LangChain's human-in-the-loop
+middleware (in any graph built with it) becomes an ``ApprovalRequest`` and the decisions resume
+it with ``command={"resume": {"decisions": [...]}}``; any other interrupt becomes a
+``ClarificationRequest`` and the answer resumes it with ``command={"resume": answer}``
+(``agent/pauses.py``, ``agent/remote_requests.py``). Decisions for a thread with no request
+pending start no run: the turn ends with an empty ``FinalAnswer``, which the kernel does not
+send. Each model reply in the ``updates`` stream yields a ``ModelUsage`` from its
+``usage_metadata`` (a reply the server streams again, as the middleware does, counts once).
 
 Stopping: the run id is tracked per thread. ``cancel(thread_id)`` cancels the server run, and
 so does cancelling (or closing) the task iterating ``run``: the generator then cancels the
@@ -32,28 +38,24 @@ import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import httpx
 import langgraph_sdk
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIStatusError
-from langgraph_sdk.schema import Command, RunCreateMetadata, StreamMode, StreamPart
+from langgraph_sdk.schema import RunCreateMetadata, StreamMode, StreamPart
 from typing_extensions import override
 
-from agent.embedded import PART_SEPARATOR, clarification_from, turn_message
+from agent.embedded_events import PART_SEPARATOR
+from agent.pauses import pause_from
 from agent.remote_events import RemoteTurn, local_files, raise_unless_success
+from agent.remote_requests import pending_interrupts, run_request, thread_state
 from bot.config.settings import Settings
 from bot.errors import AgentError
 from bot.lifecycle import StartClose
-from bot.ports import (
-    AgentEvent,
-    ClarificationRequest,
-    FinalAnswer,
-    PresentedFile,
-    TextDelta,
-    Turn,
-)
+from bot.ports import AgentEvent, ClarificationRequest, FinalAnswer, PresentedFile, TextDelta, Turn
+from bot.ports.agent import ApprovalRequest
 from bot.text.redact import redact_url, redact_urls
 from bot.workspace import PathEscape, ThreadWorkspace
 
@@ -63,6 +65,7 @@ STREAM_MODES: list[StreamMode] = ["messages-tuple", "updates"]
 CANCEL_TIMEOUT_S = 5.0
 _HTTP_TIMEOUT = httpx.Timeout(connect=5, read=300, write=300, pool=5)
 _CONFLICT_OR_GONE = (404, 409)
+Pause = ClarificationRequest | ApprovalRequest
 
 
 class RemoteBackend(StartClose):
@@ -182,19 +185,23 @@ class RemoteBackend(StartClose):
 
     async def run(self, thread_id: str, turn: Turn) -> AsyncIterator[AgentEvent]:
         client = self._require_client()
-        recorder = RemoteTurn()
+        recorder = RemoteTurn(fallback_model=self._assistant_id)
 
         def track(meta: RunCreateMetadata) -> None:
             recorder.run_id = recorder.run_id or str(meta["run_id"])
             self._runs[thread_id] = recorder.run_id
 
         try:
-            graph_input, command = await self._request(client, thread_id, turn)
+            request = await run_request(client, thread_id, turn, self._workspace(thread_id))
+            recorder.known(request.known_messages)
+            if not request.runs:
+                yield recorder.final()
+                return
             stream = client.runs.stream(
                 thread_id,
                 self._assistant_id,
-                input=graph_input,
-                command=command,
+                input=request.input,
+                command=request.command,
                 stream_mode=STREAM_MODES,
                 stream_resumable=True,
                 multitask_strategy="interrupt",
@@ -225,62 +232,28 @@ class RemoteBackend(StartClose):
             raise AgentError("The agent is not running.", detail="RemoteBackend not started")
         return self._client
 
-    async def _request(
-        self, client: LangGraphClient, thread_id: str, turn: Turn
-    ) -> tuple[dict[str, Any] | None, Command | None]:
-        """``command`` resuming the pending question with the answer, or ``input`` with the
-        user message. An answer for a thread with nothing pending becomes a plain message."""
-        text = turn.text
-        if turn.resume_answer is not None:
-            pending = await self._pending_interrupts(client, thread_id)
-            if len(pending) == 1:
-                return None, Command(resume=turn.resume_answer)
-            if pending:
-                return None, Command(resume={pending[0]["id"]: turn.resume_answer})
-            logger.info(
-                "no pending question on thread %s; sending the answer as a message", thread_id
-            )
-            text = turn.resume_answer
-        content = turn_message(text, turn, self._workspace(thread_id))
-        return {"messages": [{"role": "user", "content": content}]}, None
-
-    async def _pending_interrupts(
-        self, client: LangGraphClient, thread_id: str
-    ) -> list[dict[str, Any]]:
-        """The thread's unanswered interrupts; older servers list them only per task."""
-        try:
-            state = cast(dict[str, Any], await client.threads.get_state(thread_id))
-        except APIStatusError as exc:
-            if exc.status_code == 404:
-                return []
-            raise
-        interrupts = state.get("interrupts")
-        if interrupts is None:
-            interrupts = [i for task in state.get("tasks", []) for i in task.get("interrupts", [])]
-        return [dict(interrupt) for interrupt in interrupts]
-
     async def _settle(
         self, client: LangGraphClient, thread_id: str, recorder: RemoteTurn
-    ) -> ClarificationRequest | FinalAnswer:
+    ) -> Pause | FinalAnswer:
         """How the run ended. A stream that closes with the agent mid-loop (no final assistant
         message) is checked on the server: a pause the stream did not show, or a stop."""
         if recorder.interrupt is not None:
-            return clarification_from(recorder.interrupt)
+            return pause_from(recorder.interrupt)
         if recorder.completed:
             return recorder.final()
         if recorder.run_id is not None:
             run = await client.runs.get(thread_id, recorder.run_id)
             raise_unless_success(str(run["status"]))
-        pending = await self._pending_interrupts(client, thread_id)
+        pending = pending_interrupts(await thread_state(client, thread_id))
         if pending:
-            return clarification_from(pending[0].get("value"))
+            return pause_from(pending[0].get("value"))
         return recorder.final()
 
     async def _present(
-        self, thread_id: str, outcome: ClarificationRequest | FinalAnswer, recorder: RemoteTurn
+        self, thread_id: str, outcome: Pause | FinalAnswer, recorder: RemoteTurn
     ) -> list[AgentEvent]:
         """The closing events: the outcome, with presented files resolved locally."""
-        if isinstance(outcome, ClarificationRequest) or not recorder.files:
+        if not isinstance(outcome, FinalAnswer) or not recorder.files:
             return [outcome]
         workspace = self._workspace(thread_id)
         local = await asyncio.to_thread(local_files, workspace, recorder.files)

@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from agent.embedded import PART_SEPARATOR
+from agent.embedded_events import PART_SEPARATOR
+from agent.model_usage import model_usage
 from agent.tools import PRESENT_TOOL
 from bot.errors import AgentError
 from bot.ports import AgentEvent, FinalAnswer, TextDelta, ToolActivity
@@ -79,10 +80,15 @@ class RemoteTurn:
     """Turns the server's ``messages-tuple`` and ``updates`` events into agent events.
 
     Same contract as the embedded backend: the final text is every assistant message of the
-    turn joined by a blank line, and the deltas (separators included) add up to it.
+    turn joined by a blank line, and the deltas (separators included) add up to it; each model
+    reply yields its ``ModelUsage`` (``fallback_model`` names a model the reply does not). A
+    reply seen before (earlier in the turn, or in the thread before a resumed run) is not new:
+    LangChain's middleware node streams the model's reply again with its calls revised.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, fallback_model: str) -> None:
+        self._fallback_model = fallback_model
+        self._seen: set[str] = set()
         self._parts: list[str] = []
         self._streamed: dict[str, list[str]] = {}
         self._current: str | None = None
@@ -94,6 +100,10 @@ class RemoteTurn:
     @property
     def files(self) -> list[str]:
         return list(self._files)
+
+    def known(self, message_ids: Iterable[str]) -> None:
+        """Messages the thread held before this run: not new when the server streams them."""
+        self._seen.update(message_ids)
 
     def feed(self, event: str, data: Any) -> list[AgentEvent]:
         if event == "error":
@@ -137,8 +147,13 @@ class RemoteTurn:
             return []
         if kind not in ("ai", "AIMessageChunk"):
             return []
+        message_id = str(message.get("id") or "")
+        if message_id in self._seen:
+            return []
+        if message_id:
+            self._seen.add(message_id)
         events: list[AgentEvent] = []
-        streamed = "".join(self._streamed.pop(str(message.get("id") or ""), []))
+        streamed = "".join(self._streamed.pop(message_id, []))
         text = streamed or message_text(message)
         if text and not streamed:
             if self._parts or self._streamed:
@@ -147,6 +162,8 @@ class RemoteTurn:
         if text:
             self._parts.append(text)
         calls = [call for call in message.get("tool_calls") or [] if isinstance(call, dict)]
+        usage, metadata = message.get("usage_metadata"), message.get("response_metadata")
+        events.append(model_usage(usage, metadata, fallback_model=self._fallback_model))
         events.extend(ToolActivity(name=str(call.get("name", ""))) for call in calls)
         self.completed = not calls
         return events

@@ -302,11 +302,13 @@ class Daemon:
         return notes
 
     async def _serve(self, kernel: Kernel, reloader: Reloader, channels: DaemonChannels) -> None:
-        tasks = self.kernel_tasks
+        tasks, conversations = self.kernel_tasks, kernel.conversations
+        approvals: Loop = functools.partial(conversations.approvals.run, conversations.lanes)
         for name, loop in (
             ("router", kernel.conversations.router.run),
             ("outbox", kernel.delivery.outbox.run),
             ("housekeeping", kernel.housekeeping.run),
+            ("approvals", approvals),
             *self._replica_loop(),
             *self._ownership_loop(kernel),
             *kernel.recovery_loops(),

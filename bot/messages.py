@@ -221,6 +221,13 @@ class OutboundText:
     """The same key means the same message: a platform that dedupes sends uses it, so a retry
     after a crash does not post twice. The outbox sets it to the row's idempotency key at each
     attempt (it is not stored twice); empty: no dedupe."""
+    private_to: str | None = None
+    """The platform user id this message is for (a refused button press, "already decided by
+    X"). An adapter that can show a message in a chat to one member only does so (Slack's
+    ephemeral message, Feishu's card visible to one user, an alert answering that person's
+    Telegram button press); one that cannot, or not this time, posts it as a normal message,
+    so its text must be fit for the whole chat. A private message is a notice: it cannot be
+    edited later (its ``SentRef`` may hold no message id), and one with buttons is posted."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

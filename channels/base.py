@@ -53,6 +53,9 @@ from bot.ports import (
 
 logger = logging.getLogger(__name__)
 
+QUESTION_BUTTON_PREFIX = "c/"
+"""What a clarifying question's buttons carry (``c/<id>/<n>``, design §7)."""
+
 __all__ = [
     "Admission",
     "AuthFailed",
@@ -76,7 +79,16 @@ __all__ = [
     "TextUnit",
     "TransientSendError",
     "WebhookRoutes",
+    "marks_choice",
 ]
+
+
+def marks_choice(payload: str) -> bool:
+    """Whether a press on a button carrying ``payload`` may be drawn as "✅ Chosen: X" at once
+    (Slack, Feishu): a question's buttons, which anyone may press. Any other button (an
+    approval request's, design §24) is redrawn by the kernel once it has decided, and a press
+    it refuses must leave the buttons for the people who may press them."""
+    return payload.startswith(QUESTION_BUTTON_PREFIX)
 
 
 class BaseChannel:

@@ -17,6 +17,8 @@ identity sequence is then set past the largest id copied.
 Triggers still fire on the target (the copying role need not own the tables to disable them):
 they fire on updates only, or count cache writes (bookkeeping, not data). The outbox still goes
 first (schemas before 10 had a trigger on its inserts that marked a reply's messages).
+A table another references goes before it (``COPY_FIRST``), whatever order the source made
+them in.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ from store.schema import latest_version
 SOURCE_ONLY: Final = frozenset({"write_probe", "replicas"})
 """SQLite tables that are not data (the ``/readyz`` write probe, the replicas that ran on the
 file) and are not copied."""
-COPY_FIRST: Final = ("outbox",)
-"""Copied before the rest: ``delivery_attempts`` references it."""
+COPY_FIRST: Final = ("outbox", "approval_runs")
+"""Copied before the rest: ``delivery_attempts`` references the outbox, ``approvals`` their
+runs."""
 ACTION: Final = "store copy"
 
 Convert = Callable[[object], object]

@@ -11,6 +11,7 @@ from bot.errors import StoreError
 from bot.lifecycle import StartClose
 from bot.ports import Store
 from store.access import SqlAccessStore
+from store.approvals import SqlApprovalStore
 from store.audit import SqlAuditLog, SqlSettingsStore
 from store.chats import SqlChatDirectory
 from store.clarifications import SqlClarificationStore
@@ -97,6 +98,11 @@ class Tables(StartClose, Store):
     def schedules(self) -> SqlScheduleStore:
         """Schedules and their firings (``bot.ports.schedules``, design §19)."""
         return SqlScheduleStore(self._backend)  # stateless: no attribute of its own
+
+    @property
+    def approvals(self) -> SqlApprovalStore:
+        """Tool calls paused agent runs wait on (``bot.ports.approvals``, design §24)."""
+        return SqlApprovalStore(self._backend)  # stateless: no attribute of its own
 
     @property
     def journal_window(self) -> SqlJournalWindow:

@@ -64,9 +64,10 @@ FEATURE_WORDS = {
     "revisions": ("revision", "revised"),
     "listen": ("listen", "group_context"),
     "approvals": ("approval",),
-    "usage": ("usage", "budget"),
+    "usage": ("usage", "budgets"),
 }
-"""How a feature's modules are named, to find them wherever they are."""
+"""How a feature's modules are named, to find them wherever they are (``budgets``, not
+``budget``: delivery's send budget, ``bot/delivery/budget.py``, is another thing)."""
 MAX_FEATURE_FOLDERS = 2
 LAYERS = KERNEL_LAYERS | ROOMS
 OPERATOR_WRITES = {"access": {"take_pairing", "set_status"}, "outbox": {"revive", "purge"}}

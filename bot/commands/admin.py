@@ -26,7 +26,7 @@ def _user_arg(call: CommandCall) -> tuple[str, str] | None:
 
 async def _admin(call: CommandCall) -> str:
     if call.args[:1] != ("status",):
-        return "Usage: `/admin status`"
+        return "Usage: `/admin status` (`/help` lists the rest)"
     env = call.env
     lines = ["**Channels**"]
     for name in env.hub.names():
@@ -85,7 +85,9 @@ async def _pairing(call: CommandCall) -> str:
     return "\n".join(lines)
 
 
-async def _approve(call: CommandCall) -> str:
+async def approve_pairing(call: CommandCall) -> str:
+    """``/approve <code>``: an access request (design §10). The approvals room's ``/approve``
+    takes a tool call's id first and hands anything else from an admin here (design §24)."""
     if len(call.args) != 1:
         return "Usage: `/approve <code>`"
     from bot.operator.actions import OperationRefused, approve_pairing  # noqa: PLC0415
@@ -127,12 +129,14 @@ def register_admin_commands(registry: CommandRegistry) -> None:
         ("allow", "/allow <user>", "let a user talk to the bot", _allow),
         ("deny", "/deny <user>", "block a user", _deny),
         ("pairing", "/pairing", "list pending access requests", _pairing),
-        ("approve", "/approve <code>", "approve an access request", _approve),
+        ("approve", "/approve <code>", "approve an access request", approve_pairing),
         ("pause", "/pause [channel]", "stop taking new turns (all channels by default)", _pause),
         ("resume", "/resume [channel]", "take new turns again", _resume),
         ("reload", "/reload", "re-read the configuration file", _reload),
     ):
         slow = name == "reload"  # re-reads the file and restarts channels
+        if registry.get(name) is not None:
+            continue  # a feature's command that serves this one too (``/approve``)
         registry.add(
             Command(name=name, usage=usage, summary=summary, handler=handler, admin=True, slow=slow)
         )

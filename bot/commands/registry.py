@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.config.settings import Settings
 from bot.hub import ChannelHub
@@ -64,12 +64,29 @@ class Command:
     the command itself waits its turn in the lane (``/new``)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Subcommand:
+    """``/<parent> <name> …``: a room's part of a command registered elsewhere (``/admin
+    usage``), so the room need not edit the parent; it is for whom the parent is."""
+
+    parent: str
+    name: str
+    usage: str
+    summary: str
+    handler: Handler
+
+
 class CommandRegistry:
     def __init__(self) -> None:
         self._commands: dict[str, Command] = {}
+        self._subcommands: dict[tuple[str, str], Subcommand] = {}
 
     def add(self, command: Command) -> None:
         self._commands[command.name] = command
+
+    def add_subcommand(self, subcommand: Subcommand) -> None:
+        """May come before its parent: rooms register before the admin commands."""
+        self._subcommands[subcommand.parent, subcommand.name] = subcommand
 
     def get(self, name: str) -> Command | None:
         return self._commands.get(name)
@@ -85,6 +102,19 @@ class CommandRegistry:
     def visible_to(self, role: Role) -> list[Command]:
         return [c for c in self._commands.values() if role is Role.ADMIN or not c.admin]
 
+    def listing(self, role: Role) -> list[tuple[str, str]]:
+        """``(usage, summary)`` of what ``role`` may run, each command's subcommands after it
+        (what ``/help`` lists)."""
+        lines = []
+        for command in self.visible_to(role):
+            lines.append((command.usage, command.summary))
+            lines += [
+                (sub.usage, sub.summary)
+                for (parent, _), sub in self._subcommands.items()
+                if parent == command.name
+            ]
+        return lines
+
     def menu(self) -> tuple[MenuCommand, ...]:
         """What a platform's command menu lists: every user's commands, admin ones hidden."""
         return tuple(
@@ -95,7 +125,14 @@ class CommandRegistry:
         command = self._commands[name]
         if command.admin and call.role is not Role.ADMIN:
             return f"`/{name}` is for admins only."
-        reply = await command.handler(call)
+        subcommand = self._subcommands.get((name, call.args[0])) if call.args else None
+        if subcommand is not None:
+            rest = call.raw_args.strip().split(maxsplit=1)[1:]
+            reply = await subcommand.handler(
+                replace(call, args=call.args[1:], raw_args=rest[0] if rest else "")
+            )
+        else:
+            reply = await command.handler(call)
         if command.admin:
             await call.env.store.audit.record(call.actor, f"/{name}", call.raw_args)
         return reply

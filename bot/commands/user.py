@@ -7,7 +7,7 @@ from bot.commands.registry import Command, CommandCall, CommandRegistry
 
 
 async def _help(call: CommandCall, registry: CommandRegistry) -> str:
-    lines = [f"`{c.usage}` — {c.summary}" for c in registry.visible_to(call.role)]
+    lines = [f"`{usage}` — {summary}" for usage, summary in registry.listing(call.role)]
     return "**Commands**\n" + "\n".join(lines) + "\n\nAnything else is a message for the agent."
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from bot.delivery.replies import (
@@ -22,7 +23,7 @@ from bot.delivery.replies import (
     plan_text,
     split_reply,
 )
-from bot.messages import Delivery, OutboundKind, Reaction, ReactionMark
+from bot.messages import Delivery, OutboundKind, OutboundText, Reaction, ReactionMark
 from bot.ports import ChannelCapabilities, PresentedFile
 from bot.records import OutboxItem
 from bot.workspace import ThreadWorkspace
@@ -62,6 +63,17 @@ class ReplyWriter:
 
     async def notice(self, text: str) -> None:
         await self.text(text, kind=OutboundKind.NOTICE)
+
+    async def private(self, text: str, user_id: str) -> None:
+        """A notice for one person: shown to them alone where the platform can
+        (``OutboundText.private_to``), posted in the chat elsewhere."""
+        deliveries = plan_text(self.ctx, text, self.caps, kind=OutboundKind.NOTICE)
+        await self._submit(
+            [
+                replace(d, private_to=user_id) if isinstance(d, OutboundText) else d
+                for d in deliveries
+            ]
+        )
 
     async def answer(
         self,
@@ -104,3 +116,7 @@ class ReplyWriter:
     ) -> None:
         items = [self.ctx.item(index, delivery) for index, delivery in enumerate(deliveries)]
         await self._record(items, finishes=finishes)
+
+
+def _for(user_id: str, delivery: Delivery) -> Delivery:
+    return replace(delivery, private_to=user_id) if isinstance(delivery, OutboundText) else delivery

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from bot.approvals.assembly import Approvals, assemble_approvals
 from bot.commands import CommandRegistry, default_registry
 from bot.commands.routing import ChatCommands
 from bot.config.settings import Settings
@@ -28,7 +29,8 @@ from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import Lanes
 from bot.pipeline.router import Router
 from bot.pipeline.sessions import Sessions
-from bot.pipeline.turns import TurnDeps, TurnRunner, TurnTools
+from bot.pipeline.turn_hooks import TurnHooks, TurnTools
+from bot.pipeline.turns import TurnDeps, TurnRunner
 from bot.ports import AgentBackend, Channel, Store
 from bot.ports.push import Push
 from bot.push.assembly import daemon_pusher
@@ -39,6 +41,8 @@ from bot.takeover.commands import register_mute_commands
 from bot.takeover.handoff import HandoffDeps, Handoffs
 from bot.takeover.mutes import MuteBook
 from bot.takeover.takeover import Takeover
+from bot.usage.assembly import turn_meter
+from bot.usage.commands import register_usage_commands
 
 logger = logging.getLogger(__name__)
 
@@ -202,6 +206,7 @@ class Conversations:
     lanes: Lanes
     clarifications: Clarifications
     commands: CommandRegistry
+    approvals: Approvals
 
 
 def assemble_conversations(
@@ -215,13 +220,22 @@ def assemble_conversations(
         scheduler_for=turn_schedulers(ScheduleBook(settings, store)),
         handoff_for=Handoffs(HandoffDeps(settings=settings, book=book, push=push, store=store)),
     )
-    lanes = _lanes(ground, delivery, sessions, clarifications, tools)
+    approvals = assemble_approvals(settings, store, ground.hub, delivery)
+    hooks = TurnHooks(
+        ask_approval=approvals.ask,
+        moved_on=approvals.book.moved_on,
+        used=turn_meter(settings, store, delivery.counters.registry),
+    )
+    parts = TurnParts(sessions=sessions, clarifications=clarifications, tools=tools, hooks=hooks)
+    lanes = _lanes(ground, delivery, parts)
     takeover = Takeover(settings, book, lanes, store)
     delivery.fence.on_lost += [lanes.drop_chats, clarifications.forget_chats]
     delivery.fence.on_taken += [clarifications.forget_chats, book.chats_taken]
     commands = default_registry(
         register_schedule_commands,
         functools.partial(register_mute_commands, takeover=takeover),
+        functools.partial(approvals.register, lanes=lanes),
+        register_usage_commands,
     )
     route = RouterDeps(
         settings=settings,
@@ -240,21 +254,18 @@ def assemble_conversations(
     return Conversations(
         bus=inbound.bus,
         intake=inbound.intake,
-        router=Router(inbound.bus, store, delivery.counters, route_steps(route, takeover)),
+        router=Router(
+            inbound.bus, store, delivery.counters, route_steps(route, takeover, approvals)
+        ),
         sessions=sessions,
         lanes=lanes,
         clarifications=clarifications,
         commands=commands,
+        approvals=approvals,
     )
 
 
-def _lanes(
-    ground: Ground,
-    delivery: Delivery,
-    sessions: Sessions,
-    clarifications: Clarifications,
-    tools: TurnTools,
-) -> Lanes:
+def _lanes(ground: Ground, delivery: Delivery, parts: TurnParts) -> Lanes:
     """The conversations' lanes, each running its turns with the turn runner."""
     runner = TurnRunner(
         TurnDeps(
@@ -262,13 +273,25 @@ def _lanes(
             store=ground.store,
             agent=ground.agent,
             hub=ground.hub,
-            sessions=sessions,
-            clarifications=clarifications,
+            sessions=parts.sessions,
+            clarifications=parts.clarifications,
             delivery=delivery,
-            tools=tools,
+            tools=parts.tools,
+            hooks=parts.hooks,
         )
     )
     return Lanes(runner, ground.settings().agent.max_concurrent_runs)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnParts:
+    """What a turn uses beyond the ground and delivery: the conversations' parts and what
+    the features' rooms lend it."""
+
+    sessions: Sessions
+    clarifications: Clarifications
+    tools: TurnTools
+    hooks: TurnHooks
 
 
 def _pace(limiter: RateLimiter, channel: Channel) -> None:

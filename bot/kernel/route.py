@@ -7,6 +7,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bot.approvals.assembly import Approvals
 from bot.commands.registry import CommandEnv
 from bot.commands.routing import AnswerCommand, ChatCommands, ParseCommand, stop_conversation
 from bot.config.settings import Settings
@@ -29,6 +30,7 @@ from bot.ports import Store
 from bot.push.step import OperatorPushes
 from bot.takeover.step import HeldByHumans
 from bot.takeover.takeover import Takeover
+from bot.usage.assembly import usage_gate
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,7 +54,9 @@ class RouterDeps:
     commands: ChatCommands
 
 
-def route_steps(deps: RouterDeps, takeover: Takeover) -> tuple[RouteStep, ...]:
+def route_steps(
+    deps: RouterDeps, takeover: Takeover, approvals: Approvals
+) -> tuple[RouteStep, ...]:
     """The route, top to bottom: the first step with an outcome ends a message's route."""
     talk, settings, hub = deps.conversations, deps.settings, deps.hub
     actions = RouteActions(
@@ -75,11 +79,13 @@ def route_steps(deps: RouterDeps, takeover: Takeover) -> tuple[RouteStep, ...]:
         AccessGate(access, actions),
         oversize,
         AnswerCommand(_command_env(deps), deps.commands.registry, actions),
+        approvals.step(talk.lanes, actions, access.role),
         Answers(settings, talk.clarifications, talk.lanes, takeover.intercept),
         StaleButtons(actions),
         Unaddressed(addressing, heard, actions),
         ConversationKeys(talk.sessions),
         HeldByHumans(takeover),
+        usage_gate(settings, deps.store, role_of=access.role, actions=actions),
         SubmitTurn(heard, actions),
     )
 

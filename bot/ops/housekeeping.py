@@ -1,5 +1,5 @@
 """Periodic housekeeping: expire unanswered questions, prune the inbound journal and the
-files kept for pushes whose delivery is finished."""
+files kept for pushes whose delivery is finished, fold and purge old usage rows."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from bot.pipeline.clarifications import Clarifications
 from bot.ports import Store
 from bot.push.spool import prune_push_spool
 from bot.records import OutboxItem
+from bot.usage.retention import keep_usage
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ class Housekeeping:
                 if sweeps % PRUNE_EVERY_SWEEPS == 0:
                     await self.prune_journal()
                     await self.prune_push_files()
+                    await keep_usage(self._store, self._settings(), utc_now())
             except Exception:
                 logger.exception("housekeeping failed")
             sweeps += 1

@@ -23,6 +23,7 @@ from bot.config.settings import BusyPolicy
 from bot.messages import ConversationKey, Destination
 from bot.pipeline.bus import Accepted
 from bot.pipeline.group_context import HeardMessage
+from bot.ports.agent import Decision
 from bot.records import ChatRef, Clarification
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,17 @@ LaneWork = Callable[[], Coroutine[object, object, None]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Resumption:
+    """A run paused for approvals going on with the decisions made (design §24), one per
+    action in the run's order."""
+
+    run_id: str
+    thread_id: str
+    asker_id: str
+    decisions: tuple[Decision, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnRequest:
     """Work for one lane: inbound messages, the answer to a pending question, or a slow
     command (``work``) that must run in the conversation's order but is no agent run."""
@@ -76,6 +88,7 @@ class TurnRequest:
     items: tuple[Accepted, ...]
     answered: Clarification | None = None
     answer: str | None = None
+    resumed: Resumption | None = None
     work: LaneWork | None = None
     restarted: bool = False
     """A turn cancelled by an edit runs again: it takes over the first run's placeholder."""
@@ -86,7 +99,7 @@ class TurnRequest:
 
     @property
     def mergeable(self) -> bool:
-        return self.answered is None and self.work is None
+        return self.answered is None and self.resumed is None and self.work is None
 
 
 def _carrying(request: TurnRequest, message_id: str) -> Accepted | None:

@@ -109,6 +109,14 @@ class RouteActions:
         """A notice in the sender's own conversation (before any reply key is looked up)."""
         await self.notice(item, self._sessions.scoped_key(item.message), text)
 
+    async def tell_privately(self, item: Accepted, text: str) -> None:
+        """A notice for the sender alone where the platform can show one (a refused button
+        press), else in their conversation."""
+        key = self._sessions.scoped_key(item.message)
+        replies = self._replies(item, key, "private")
+        if replies is not None:
+            await replies.private(text, item.message.sender.id)
+
     async def notice(self, item: Accepted, key: ConversationKey, text: str) -> None:
         await self.send(item, key, text, OutboundKind.NOTICE, "notice")
 

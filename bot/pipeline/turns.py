@@ -14,7 +14,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.config.settings import Settings
 from bot.delivery.assembly import Delivery
@@ -23,16 +23,24 @@ from bot.delivery.replies import ReplyContext
 from bot.delivery.writer import ReplyWriter
 from bot.errors import AgentError, ChatLost
 from bot.hub import ChannelHub
-from bot.messages import Reaction, Sender, utc_now
+from bot.messages import Reaction, utc_now
 from bot.pipeline import revised_turns as revised
 from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.endings import EndingTurn, end_turn
-from bot.pipeline.group_context import render_context
 from bot.pipeline.journal import Journal
-from bot.pipeline.lanes import CancelReason, CancelToken, Quiet, TurnRequest
+from bot.pipeline.lanes import CancelReason, CancelToken, TurnRequest
 from bot.pipeline.sessions import Sessions
+from bot.pipeline.turn_hooks import (
+    TurnHooks,
+    TurnInput,
+    TurnTools,
+    TurnUsage,
+    asker_of,
+    build_turn,
+    correlation_for,
+    placeholder_tag,
+)
 from bot.pipeline.turn_marks import TurnMark
-from bot.pipeline.uploads import save_uploads
 from bot.pipeline.workspaces import ThreadWorkspaces
 from bot.ports import (
     AgentBackend,
@@ -43,23 +51,11 @@ from bot.ports import (
     TextDelta,
     Turn,
 )
-from bot.ports.mutes import TurnHandoff
-from bot.ports.schedules import TurnScheduler
+from bot.ports.agent import ApprovalRequest, ModelUsage
 from bot.records import InboundStatus
 from bot.workspace import ThreadWorkspace
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnTools:
-    """What the agent's tools reach, made per turn."""
-
-    scheduler_for: Callable[[TurnRequest], TurnScheduler | None] = lambda _request: None
-    """The schedules of the request's conversation (design §19)."""
-    handoff_for: Callable[[TurnRequest, Quiet], TurnHandoff | None] = lambda _request, _quiet: None
-    """The handoff of the request's conversation (design §22); it ends the turn through the
-    turn's own lane (``CancelToken.quiet``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +67,8 @@ class TurnDeps:
     sessions: Sessions
     clarifications: Clarifications
     delivery: Delivery
-    tools: TurnTools = TurnTools()
+    tools: TurnTools = field(default_factory=TurnTools)
+    hooks: TurnHooks = field(default_factory=TurnHooks)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,6 +96,7 @@ class TurnRunner:
         self._counters = deps.delivery.counters
         self._fence = deps.delivery.fence
         self._tools = deps.tools
+        self._hooks = deps.hooks
         self._workspaces = ThreadWorkspaces(lambda: self._settings().workspace_root)
 
     async def __call__(self, request: TurnRequest, token: CancelToken) -> None:
@@ -116,7 +114,9 @@ class TurnRunner:
             logger.exception("creating a thread crashed key=%s", request.key.describe())
             await self._no_thread(request, channel, AgentError("an internal error"))
             return
-        replies = self._replies(channel, request, conversation, conversation)
+        replies = self._replies(
+            channel, request, conversation, correlation_for(request, conversation)
+        )
         ctx = replies.ctx
         await self._mark_turn(request, ctx.correlation_id, agent_started=False, thread=conversation)
         outcome = "ok"
@@ -162,6 +162,8 @@ class TurnRunner:
     async def _thread_for(self, request: TurnRequest) -> str:
         if request.answered is not None:
             return request.answered.thread_id
+        if request.resumed is not None:
+            return request.resumed.thread_id
         return (await self._sessions.ensure_thread(request.key)).thread_id
 
     async def _run(
@@ -170,12 +172,15 @@ class TurnRunner:
         ctx = replies.ctx
         assert ctx.thread_id is not None  # noqa: S101 - set by __call__
         workspace = await self._workspaces.get(ctx.thread_id)
-        turn = await self._build_turn(request, channel, workspace, token.quiet)
+        parts = TurnInput(
+            tools=self._tools, max_upload_bytes=self._settings().agent.max_upload_bytes
+        )
+        turn = await build_turn(request, channel, workspace, token.quiet, parts)
         stream = ProgressStream(
             channel,
             self._outbox,
             self._limiter,
-            ctx.tagged(_placeholder_tag(request)),
+            ctx.tagged(placeholder_tag(request)),
             counters=self._counters,
             fence=self._fence,
         )
@@ -210,20 +215,35 @@ class TurnRunner:
             return "error"
 
     async def _consume(self, scope: _Scope, turn: Turn) -> str:
+        calls: list[ModelUsage] = []
+        try:
+            return await self._events(scope, turn, calls)
+        finally:
+            if calls:
+                await asyncio.shield(self._used(scope, tuple(calls)))
+
+    async def _events(self, scope: _Scope, turn: Turn, calls: list[ModelUsage]) -> str:
         timeout_s = self._settings().agent.run_timeout_s
         final: FinalAnswer | None = None
         try:
             async with asyncio.timeout(timeout_s):
                 await self._agent.ready()  # a crash while it loads does not count (design §11)
                 await self._mark_turn(scope.request, scope.replies.ctx.correlation_id)
+                if scope.request.resumed is None and scope.request.answered is None:
+                    await self._hooks.moved_on(scope.thread_id)
                 scope.stream.start()  # progress shows once the agent run begins
                 async with contextlib.aclosing(self._agent.run(scope.thread_id, turn)) as events:
                     async for event in events:
                         if isinstance(event, TextDelta):
                             scope.stream.add_text(event.text)
+                        elif isinstance(event, ModelUsage):
+                            calls.append(event)
                         elif isinstance(event, ClarificationRequest):
                             await self._ask(scope, event)
                             return "asked"
+                        elif isinstance(event, ApprovalRequest):
+                            await self._ask_approval(scope, event)
+                            return "approval"
                         elif isinstance(event, FinalAnswer):
                             final = event
         except TimeoutError:
@@ -231,34 +251,26 @@ class TurnRunner:
             reason = f"the agent did not finish within {timeout_s:g} seconds and was stopped"
             await self._fail(scope, reason)
             return "timeout"
-        await self._deliver(scope, final or FinalAnswer(text=scope.stream.text))
+        final = final or FinalAnswer(text=scope.stream.text)
+        if scope.request.resumed is not None and not final.text.strip() and not final.files:
+            await self._settled_quietly(scope)  # the paused run had already gone on
+            return "ok"
+        await self._deliver(scope, final)
         return "ok"
 
-    async def _build_turn(
-        self, request: TurnRequest, channel: Channel, workspace: ThreadWorkspace, quiet: Quiet
-    ) -> Turn:
-        if request.answered is not None:
-            sender = request.items[-1].message.sender if request.items else _system_sender()
-            return Turn(
-                text=request.answer or "",
-                sender=sender,
-                resume_answer=request.answer or "",
-                scheduler=self._tools.scheduler_for(request),
-                handoff=self._tools.handoff_for(request, quiet),
-            )
-        messages = [item.message for item in request.items]
-        limit = self._settings().agent.max_upload_bytes
-        uploads, notes = await save_uploads(channel, messages, workspace, limit)
-        text = "\n\n".join(m.text for m in messages if m.text.strip())
-        return Turn(
-            text=text,
-            sender=messages[-1].sender,
-            uploads=uploads,
-            notes=notes,
-            scheduler=self._tools.scheduler_for(request),
-            handoff=self._tools.handoff_for(request, quiet),
-            chat_context=render_context(request.context),
+    async def _used(self, scope: _Scope, calls: tuple[ModelUsage, ...]) -> None:
+        request = scope.request
+        usage = TurnUsage(
+            key=request.key,
+            user_id=asker_of(request),
+            thread_id=scope.thread_id,
+            correlation_id=scope.replies.ctx.correlation_id,
+            calls=calls,
         )
+        try:
+            await self._hooks.used(usage)
+        except Exception:
+            logger.exception("recording usage failed correlation=%s", usage.correlation_id)
 
     async def _ask(self, scope: _Scope, event: ClarificationRequest) -> None:
         ctx, caps = scope.replies.ctx, scope.channel.capabilities
@@ -266,11 +278,27 @@ class TurnRunner:
         if scope.stream.text.strip():
             await scope.replies.text(scope.stream.text, placeholder_id=placeholder)
         request = scope.request
-        asked_user = request.items[-1].message.sender.id if request.items else ""
-        if request.answered is not None:
-            asked_user = request.answered.asked_user_id
-        await self._clarifications.ask(event, ctx, asked_user, caps, self._outbox.send_now)
+        await self._clarifications.ask(event, ctx, asker_of(request), caps, self._outbox.send_now)
         await self._mark(request, InboundStatus.HANDLED, "asked")
+
+    async def _ask_approval(self, scope: _Scope, event: ApprovalRequest) -> None:
+        """The run paused before tool calls that need a person's decision (design §24)."""
+        if self._hooks.ask_approval is None:
+            raise AgentError(
+                "this tool call needs an approval, and approvals are not available here",
+                detail="approval requested without an approvals store",
+            )
+        placeholder = await scope.stream.close()
+        if scope.stream.text.strip():
+            await scope.replies.text(scope.stream.text, placeholder_id=placeholder)
+        request = scope.request
+        ctx, caps = scope.replies.ctx, scope.channel.capabilities
+        await self._hooks.ask_approval(event, ctx, asker_of(request), caps, self._outbox.send_now)
+        await self._mark(request, InboundStatus.HANDLED, "awaiting approval")
+
+    async def _settled_quietly(self, scope: _Scope) -> None:
+        await scope.stream.close()
+        await self._mark(scope.request, InboundStatus.HANDLED, "nothing to resume")
 
     async def _deliver(self, scope: _Scope, final: FinalAnswer) -> None:
         placeholder = await scope.stream.close()
@@ -370,16 +398,3 @@ def failure_text(reason: str, reference: str) -> str:
     if fragment[:1].isupper() and not fragment[1:2].isupper():
         fragment = fragment[0].lower() + fragment[1:]
     return f"⚠️ Sorry, I could not finish this reply: {fragment}. (ref `{reference}`)"
-
-
-def _system_sender() -> Sender:
-    return Sender(id="", display_name="")
-
-
-def _placeholder_tag(request: TurnRequest) -> str:
-    """A re-run after a crash keeps its turn's correlation id but gets a placeholder of its
-    own: the interrupted turn's placeholder is recovery's to finish ("the answer follows
-    below"), and on some platforms a finished one cannot be edited again (design §11)."""
-    if any(item.recovered for item in request.items):
-        return "placeholder/resumed"
-    return "placeholder"

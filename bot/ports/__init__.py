@@ -10,6 +10,7 @@ from __future__ import annotations
 from bot.ports.agent import (
     AgentBackend,
     AgentEvent,
+    ApprovalRequest,
     ClarificationRequest,
     FinalAnswer,
     PresentedFile,
@@ -51,6 +52,7 @@ __all__ = [
     "Admission",
     "AgentBackend",
     "AgentEvent",
+    "ApprovalRequest",
     "AuditLog",
     "BotIdentity",
     "ButtonLimits",

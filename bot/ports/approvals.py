@@ -124,6 +124,11 @@ class ApprovalStore(Protocol):
         ``True`` for the one caller that should resume it."""
         ...
 
+    async def settled_runs(self, limit: int = 100) -> list[ApprovalRun]:
+        """Runs not yet resumed none of whose approvals is pending any more (decided from the
+        console or the command line, or expired), oldest first: the daemon resumes them."""
+        ...
+
     async def expire_due(self, now: datetime) -> list[Approval]:
         """Pending approvals past ``expires_at`` -> expired; returns them."""
         ...

@@ -13,6 +13,11 @@
 - Files: uploaded to ``{oapi_base_url}/media/upload``, then sent as ``sampleFile`` or
   ``sampleImageMsg`` (session webhooks cannot carry files), the caption after it.
 
+A message ``private_to`` one member is sent like any other: a robot's messages in a group
+(session webhook, ``groupMessages/send``) reach every member, and the card APIs' per-member
+visibility needs a card template with the member's data bound in. Buttons are not shown
+(``buttons=False``): the kernel offers the choices in the text instead.
+
 DingTalk returns no message id for a session-webhook send; the adapter makes one up, which is
 only ever used as a reference the kernel cannot edit (edits exist for AI cards only). With a
 card template, a progress placeholder is an AI card (``cards.py``) that edits stream into.

@@ -46,7 +46,7 @@ from bot.ports import (
     Publish,
     TextUnit,
 )
-from channels.base import PlatformChannel
+from channels.base import PlatformChannel, marks_choice
 from channels.feishu.api import FeishuApi, Json, TenantToken, new_http
 from channels.feishu.connection import LinkConfig, LongConnection
 from channels.feishu.discovery import discover
@@ -261,7 +261,8 @@ class FeishuChannel(PlatformChannel[Outbound]):
             self._out.note_thread(decoded.thread_root)
 
     def _mark_choice(self, press: CardPress) -> None:
-        if self._out is not None:
+        """A pressed question shows the choice at once; other buttons wait for the kernel."""
+        if self._out is not None and marks_choice(press.payload):
             self._spawn(self._out.mark_choice(press), "choice")
 
     async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:

@@ -18,6 +18,12 @@ CardKit card before the message, so a repeat would answer with the old message w
 card streams unseen: the kernel never repeats a progress send, and recovery resends a
 placeholder as a notice (a static card), never as progress (design §11).
 
+A message ``private_to`` a member of a group is a card only they see (``ephemeral/v1/send``;
+Feishu shows it to members who are online, and not in topic groups, where the message is
+posted instead); in a p2p chat it is an ordinary message. The toast a card callback may return
+is no way to say it: the callback is answered once the press is journaled, before the kernel
+has decided anything.
+
 Reactions are stages of one message (⏳ queued, typing while working, then done or failed);
 the adapter remembers the reaction it put on each recent message and removes it when the next
 stage arrives, so a finished message shows only the outcome.
@@ -37,6 +43,7 @@ from bot.delivery.files import read_outbound
 from bot.errors import InvalidRequest, MessageGone, SendError, TransientSendError
 from bot.messages import (
     Button,
+    ChatType,
     Destination,
     MessageRemoval,
     OutboundFile,
@@ -67,6 +74,7 @@ from channels.feishu.streaming import StreamingCards
 logger = logging.getLogger(__name__)
 
 MESSAGES = "/open-apis/im/v1/messages"
+EPHEMERAL = "/open-apis/ephemeral/v1/send"
 REACTIONS = {
     Reaction.QUEUED: "OneSecond",
     Reaction.WORKING: "Typing",
@@ -144,6 +152,10 @@ class Outbound:
 
     async def send_text(self, message: OutboundText) -> SentRef:
         dest = message.destination
+        if message.private_to and dest.chat_type is ChatType.GROUP and not message.buttons:
+            shown = await self._send_ephemeral(message, message.private_to)
+            if shown is not None:
+                return shown
         uuid = message_uuid(message.dedupe_key)
         if message.kind is OutboundKind.PROGRESS and not message.buttons:
             return SentRef(message_ids=(await self._start_stream(message, uuid),))
@@ -157,6 +169,31 @@ class Outbound:
             question = Question(text=message.text, buttons=message.buttons, scope=scope)
             self._remember_question(message_id, question)
         return SentRef(message_ids=(message_id,))
+
+    async def _send_ephemeral(self, message: OutboundText, open_id: str) -> SentRef | None:
+        """``ephemeral/v1/send``: a card in the group that only ``open_id`` sees ("only visible
+        to you"). No message the bot could patch or recall comes of it, so the ref holds no
+        id. ``None`` when Feishu refuses it (a topic group, a card it will not take): the
+        message is posted for everyone instead."""
+        text = message.text
+        body = markdown_element(text) if message.render is RenderMode.RICH else plain_element(text)
+        card = static_card([body])
+        try:
+            sized(Content(msg_type="interactive", content=dumps(card)))
+            await self._api.call(
+                "POST",
+                EPHEMERAL,
+                body={
+                    "chat_id": message.destination.chat_id,
+                    "open_id": open_id,
+                    "msg_type": "interactive",
+                    "card": card,
+                },
+            )
+        except InvalidRequest as exc:
+            logger.info("feishu refused a card for one member (%s); posting it instead", exc)
+            return None
+        return SentRef(message_ids=())
 
     async def _start_stream(self, message: OutboundText, uuid: str | None) -> str:
         try:

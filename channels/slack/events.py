@@ -4,8 +4,8 @@ The app runs with ``process_before_response=True``: bolt acknowledges (Socket Mo
 ack, HTTP 200) only after the listener returned, and a listener returns right after
 ``publish`` recorded the message durably. When the kernel cannot take a message (queue full,
 shutting down) the listener answers 503, so Slack keeps the event and redelivers it. No agent
-work happens here; the one follow-up (marking a clicked button's choice) runs as a task the
-adapter owns.
+work happens here; the one follow-up (marking the choice on a clicked question, never on
+other buttons: ``channels.base.marks_choice``) runs as a task the adapter owns.
 
 Redeliveries and the ``app_mention``/``message`` pair: the kernel dedupes durably on the
 message ``ts``; this module also remembers recent ``event_id``s and (channel, ts) keys so a
@@ -30,6 +30,7 @@ from slack_bolt.response import BoltResponse
 from bot.delivery.bounded import RecentSet
 from bot.messages import InboundMessage
 from bot.ports import Publish
+from channels.base import marks_choice
 from channels.slack.inbound import REVISION_SUBTYPES, ChoiceClick, Json, Translator
 from channels.slack.render import ACTION_PREFIX
 
@@ -106,7 +107,8 @@ class Listeners:
         if refused is not None:
             return refused
         await ack()
-        self._on_choice(click)
+        if message.button is not None and marks_choice(message.button.payload):
+            self._on_choice(click)
         return None
 
     async def on_command(self, ack: AsyncAck, body: Json) -> BoltResponse | None:

@@ -8,6 +8,10 @@ Threads: a destination's ``topic_id`` is the ``thread_ts`` to post into — the 
 for a new top-level mention, the thread for a reply — in channels and in DMs alike; a DM
 conversation without a topic is answered at top level.
 
+A message ``private_to`` someone in a channel goes out with ``chat.postEphemeral``: only they
+see it, it carries no id the kernel could edit, and Slack drops it when their client reloads.
+In a DM it is an ordinary message (the DM is private already, and it stays).
+
 Reactions are stages of one message (👀 while working, then ✅ or ❌). The adapter remembers
 the stage it put on each recent message and removes it when the next one arrives, so a
 finished message shows only the outcome.
@@ -27,6 +31,7 @@ from bot.delivery.files import read_outbound
 from bot.errors import InvalidRequest, MessageGone, SendError
 from bot.messages import (
     Button,
+    ChatType,
     Destination,
     MessageRemoval,
     OutboundFile,
@@ -54,9 +59,15 @@ IGNORED_REACTION_ERRORS = frozenset({"already_reacted", "no_reaction"})
 RICH_RUNGS = (Rung.MARKDOWN, Rung.MRKDWN)
 _SLACK_TS = re.compile(r"\d+\.\d+")
 STAGES_KEPT = 4096
+NOT_A_MEMBER = "user_not_in_channel"
+"""``chat.postEphemeral``'s refusal for a user who is not in the channel."""
 
 PayloadCall = Callable[[Payload], Awaitable[str]]
 """One platform call of a ladder: a payload in, the message ts out."""
+
+
+class _NotAMember(Exception):
+    """``chat.postEphemeral`` named a user who is not in the channel."""
 
 
 def thread_of(destination: Destination) -> str | None:
@@ -74,6 +85,10 @@ class Outbound:
 
     async def send_text(self, message: OutboundText) -> SentRef:
         dest = message.destination
+        if message.private_to and dest.chat_type is ChatType.GROUP and not message.buttons:
+            shown = await self._send_ephemeral(message, message.private_to)
+            if shown is not None:
+                return shown
         thread = thread_of(dest)
 
         async def post(payload: Payload) -> str:
@@ -89,6 +104,36 @@ class Outbound:
 
         ts = await self._ladder(message.text, message.render, message.buttons, post)
         return SentRef(message_ids=(ts,))
+
+    async def _send_ephemeral(self, message: OutboundText, user: str) -> SentRef | None:
+        """``chat.postEphemeral``: shown to ``user`` alone (until their client reloads). Slack
+        cannot edit or delete it later, so the ref holds no message id. ``None`` when the user
+        is not in the channel: the message is posted for everyone instead."""
+        dest = message.destination
+
+        async def post(payload: Payload) -> str:
+            try:
+                with sdk_errors():
+                    response = await self._web.chat_postEphemeral(
+                        channel=dest.chat_id,
+                        user=user,
+                        text=payload.text,
+                        blocks=list(payload.blocks) or None,
+                        thread_ts=thread_of(dest),
+                    )
+            except InvalidRequest as exc:
+                cause = exc.__cause__
+                if isinstance(cause, SlackApiError) and error_code(cause) == NOT_A_MEMBER:
+                    raise _NotAMember from exc  # no other rendering would change that
+                raise
+            return str(response.get("message_ts") or "")
+
+        try:
+            await self._ladder(message.text, message.render, message.buttons, post)
+        except _NotAMember:
+            logger.info("slack: %r is not in %s; posting the private message", user, dest.chat_id)
+            return None
+        return SentRef(message_ids=())
 
     async def edit_text(self, edit: TextEdit) -> None:
         async def update(payload: Payload) -> str:

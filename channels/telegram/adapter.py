@@ -8,6 +8,11 @@ loop (``polling.py``) or from the webhook route it mounts on the daemon's HTTP s
 (``webhook.py``); both hand each update to ``_handle_update``, which publishes it and answers
 whether Telegram may forget it.
 
+Private messages (``OutboundText.private_to``): a Telegram bot can speak to one member of a
+group only in the answer to that member's button press, so a press is held open for a few
+seconds (``presses.py``) and a message ``private_to`` the presser in that chat answers it as an
+alert; otherwise the message is posted in the chat.
+
 Capabilities encode Telegram's limits for the kernel: 4096 UTF-16 code units per message,
 ~1 message/s per chat and 30/s per bot (the kernel's limiter), progress edits ≥1 s in DMs and
 ≥3 s in groups, photos ≤10 MB, documents ≤50 MB. The 20 messages/minute per group rule lives
@@ -16,20 +21,18 @@ in ``ratelimit.py``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Sequence
 from dataclasses import replace
 
 from telegram import Bot, BotCommand, Update
-from telegram import error as tg
 from typing_extensions import override
 
 from bot.config.settings import Settings
 from bot.delivery.bounded import RecentSet
 from bot.errors import AuthFailed, ChannelError, ConfigError, SendError
-from bot.messages import Attachment, InboundMessage, Reaction
+from bot.messages import Attachment, InboundMessage, OutboundText, Reaction, SentRef
 from bot.ports import (
     BotIdentity,
     ButtonLimits,
@@ -39,10 +42,11 @@ from bot.ports import (
     TextUnit,
 )
 from channels.base import PlatformChannel
-from channels.telegram.errors import redact, sdk_errors
+from channels.telegram.errors import sdk_errors
 from channels.telegram.inbound import BotMe, to_inbound
 from channels.telegram.outbound import DOCUMENT_LIMIT, PHOTO_LIMIT, Outbound
 from channels.telegram.polling import ALLOWED_UPDATES, ExclusivePolling
+from channels.telegram.presses import PRESS_WINDOW_S, PressAnswers, PressKey
 from channels.telegram.request import BotAccess
 from channels.telegram.webhook import WebhookReceiver
 
@@ -97,8 +101,10 @@ class TelegramChannel(PlatformChannel[Outbound]):
         *,
         capabilities: ChannelCapabilities | None = None,
         poll_timeout_s: float = POLL_TIMEOUT_S,
+        press_window_s: float = PRESS_WINDOW_S,
     ) -> None:
-        """No I/O. ``capabilities`` replaces the pacing for benchmarks and tests on a fake."""
+        """No I/O. ``capabilities`` replaces the pacing for benchmarks and tests on a fake;
+        ``press_window_s`` is how long a button press waits for a private answer."""
         super().__init__(context.health)
         block = settings.channels.telegram
         token = self._required(block.token, "channels.telegram.token")
@@ -125,7 +131,7 @@ class TelegramChannel(PlatformChannel[Outbound]):
         )
         self._bot: Bot | None = None
         self._me: BotMe | None = None
-        self._background: set[asyncio.Task[None]] = set()
+        self._presses = PressAnswers(window_s=press_window_s, secret=token)
         self._recent: RecentSet[int] = RecentSet(RECENT_UPDATES)
 
     # ------------------------------------------------------------------ lifecycle
@@ -148,6 +154,7 @@ class TelegramChannel(PlatformChannel[Outbound]):
         self.capabilities = replace(self.capabilities, listen_caveat=caveat)
         await self._register_commands(bot)
         self._me, self._out = me, Outbound(bot, secret=self._access.token)
+        self._presses.start(bot)
         self._identity = BotIdentity(user_id=me.account_id, usernames=frozenset({me.username}))
         self._open_intake()
         if self._webhook is not None:
@@ -215,11 +222,7 @@ class TelegramChannel(PlatformChannel[Outbound]):
     @override
     async def _disconnect(self) -> None:
         await self._stop_receiving()
-        if self._background:
-            _, late = await asyncio.wait(self._background, timeout=5.0)
-            for task in late:
-                task.cancel()
-            await asyncio.gather(*late, return_exceptions=True)
+        await self._presses.aclose()
         bot, self._bot, self._out = self._bot, None, None
         if bot is not None:
             await bot.shutdown()
@@ -234,30 +237,59 @@ class TelegramChannel(PlatformChannel[Outbound]):
         """Publish a batch with one journal write; how many leading updates Telegram may forget.
 
         Updates seen already and updates with nothing to act on count as handled; the first
-        update the kernel refuses ends the count (it and the rest are fetched again).
+        update the kernel refuses ends the count (it and the rest are fetched again). A button
+        press is held for a private answer before it is published (the kernel may answer it
+        at once) and let go unanswered if the kernel refused it.
         """
         self._health.activity()
         if not self._intake_open or self._publish is None or self._me is None:
             return 0
-        positions: list[int] = []
-        messages: list[InboundMessage] = []
-        for position, update in enumerate(updates):
-            message = None if update.update_id in self._recent else self._read(update, self._me)
-            if message is not None:
-                positions.append(position)
-                messages.append(message)
+        read = [
+            (position, message)
+            for position, update in enumerate(updates)
+            if update.update_id not in self._recent
+            and (message := self._read(update, self._me)) is not None
+        ]
+        held = self._hold_presses(updates, read)
+        try:
+            admissions = await self._publish.many([m for _, m in read]) if read else []
+        except BaseException:
+            self._release_presses(updates, held, since=0)
+            raise
         handled = len(updates)
-        admissions = await self._publish.many(messages) if messages else []
-        for position, admission in zip(positions, admissions, strict=True):
+        for (position, _), admission in zip(read, admissions, strict=True):
             if not admission.ack:
                 logger.warning("update %s refused (%s)", updates[position].update_id, admission)
                 handled = position
                 break
-        for update in updates[:handled]:
-            if update.update_id not in self._recent and update.callback_query is not None:
-                self._answer_soon(update.callback_query.id)
+        self._release_presses(updates, held, since=handled)
+        for position, update in enumerate(updates[:handled]):
+            query = update.callback_query
+            if query is not None and position not in held and update.update_id not in self._recent:
+                self._presses.answer_empty(query.id)  # not the kernel's: nothing to tell them
             self._remember(update.update_id)
         return handled
+
+    def _hold_presses(
+        self, updates: Sequence[Update], read: Sequence[tuple[int, InboundMessage]]
+    ) -> dict[int, PressKey]:
+        """Hold each button press about to be published: position → (chat id, user id)."""
+        held: dict[int, PressKey] = {}
+        for position, message in read:
+            query = updates[position].callback_query
+            if query is not None and message.button is not None:
+                held[position] = (message.chat_id, message.sender.id)
+                self._presses.hold(held[position], query.id)
+        return held
+
+    def _release_presses(
+        self, updates: Sequence[Update], held: dict[int, PressKey], *, since: int
+    ) -> None:
+        """Let go, unanswered, of the presses from position ``since`` on (not journaled)."""
+        for position, key in held.items():
+            query = updates[position].callback_query
+            if position >= since and query is not None:
+                self._presses.release(key, query.id)
 
     @staticmethod
     def _read(update: Update, me: BotMe) -> InboundMessage | None:
@@ -283,26 +315,22 @@ class TelegramChannel(PlatformChannel[Outbound]):
         if update_id not in self._recent:  # a redelivered update keeps its first place
             self._recent.add(update_id)
 
-    def _answer_soon(self, query_id: str) -> None:
-        """Stop the button's spinner without holding up the next update."""
-        task = asyncio.create_task(self._answer(query_id), name="channel:telegram:answer")
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def _answer(self, query_id: str) -> None:
-        bot = self._bot
-        if bot is None:
-            return
-        try:
-            await bot.answer_callback_query(query_id)
-        except tg.TelegramError as exc:
-            logger.info("answerCallbackQuery failed: %s", redact(exc.message, self._access.token))
-
     # ------------------------------------------------------------------ outbound
 
     @override
     def _auth_refused(self, exc: AuthFailed) -> None:
         """Not reported from a send: the poller reports a refused token (and parks)."""
+
+    @override
+    async def send_text(self, message: OutboundText) -> SentRef:
+        """A message ``private_to`` someone whose button press is still held answers that press
+        (an alert only they see; nothing in the chat to edit later, so no message id); any
+        other message, and one that came too late, is posted in the chat."""
+        if message.private_to is not None and not message.buttons:
+            key = (message.destination.chat_id, message.private_to)
+            if await self._presses.answer_privately(key, message.text, message.render):
+                return SentRef(message_ids=())
+        return await super().send_text(message)
 
     async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
         return await self._outbound().download(attachment, max_bytes=max_bytes)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from bot.config.settings import AgentSettings, ModelSettings, Settings
+from bot.approvals.config import ApprovalSettings, ToolApproval
+from bot.config.settings import AgentSettings, ModelSettings, RemoteSettings, Settings
 from bot.messages import Sender
 from bot.ports import (
     AgentEvent,
@@ -19,15 +20,30 @@ from bot.ports import (
     ToolActivity,
     Turn,
 )
+from bot.ports.agent import ApprovalRequest, Decision, ModelUsage
 from tests.fakes.openai_server import FakeOpenAIServer, ReceivedRequest
 
 SYSTEM_PROMPT = "You are the Switchboard test agent."
 SENDER = Sender(id="u1", display_name="Ada")
 
 
-def model_settings(state_dir: Path, base_url: str, *, key: str = "sk-test") -> Settings:
+def model_settings(
+    state_dir: Path,
+    base_url: str,
+    *,
+    key: str = "sk-test",
+    gated: dict[str, ToolApproval] | None = None,
+) -> Settings:
+    """Settings for the fake model; ``gated`` tools wait for decisions (``agent.approvals``)."""
     model = ModelSettings(base_url=base_url, api_key=SecretStr(key), name="fake-model")
-    agent = AgentSettings(model=model, system_prompt=SYSTEM_PROMPT)
+    approvals = ApprovalSettings(tools=gated or {})
+    agent = AgentSettings(model=model, system_prompt=SYSTEM_PROMPT, approvals=approvals)
+    return Settings(config_version=1, state_dir=state_dir, agent=agent)
+
+
+def remote_settings(url: str, state_dir: Path, *, assistant: str = "agent") -> Settings:
+    remote = RemoteSettings(url=url, assistant_id=assistant, api_key=SecretStr("lg-key"))
+    agent = AgentSettings(backend="remote", remote=remote)
     return Settings(config_version=1, state_dir=state_dir, agent=agent)
 
 
@@ -46,6 +62,11 @@ def turn(
     return Turn(text=text, sender=SENDER, uploads=uploads, notes=notes, resume_answer=answer)
 
 
+def decide(*decisions: Decision) -> Turn:
+    """The turn carrying a person's decisions on the pending approval request."""
+    return Turn(text="", sender=SENDER, resume_decisions=decisions)
+
+
 async def collect(events: AsyncIterator[AgentEvent]) -> list[AgentEvent]:
     return [event async for event in events]
 
@@ -62,6 +83,17 @@ def clarification(events: list[AgentEvent]) -> ClarificationRequest:
     last = events[-1]
     assert isinstance(last, ClarificationRequest), f"expected a question, got {last!r}"
     return last
+
+
+def approval(events: list[AgentEvent]) -> ApprovalRequest:
+    assert events, "the run yielded nothing"
+    last = events[-1]
+    assert isinstance(last, ApprovalRequest), f"expected an approval request, got {last!r}"
+    return last
+
+
+def usages(events: list[AgentEvent]) -> list[ModelUsage]:
+    return [event for event in events if isinstance(event, ModelUsage)]
 
 
 def streamed_text(events: list[AgentEvent]) -> str:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from agent.embedded import EmbeddedBackend, turn_message
+from agent.embedded import EmbeddedBackend
 from agent.offline_model import ADDRESSED_HEADER
+from agent.turn_message import turn_message
 from bot.workspace import ThreadWorkspace
 from tests.agent.support import collect, final, offline_settings, turn
 

@@ -151,3 +151,18 @@ async def test_two_questions_in_one_reply_are_asked_in_turn(
         "c1": "The user answered: A1",
         "c2": "The user answered: A2",
     }
+
+
+async def test_a_call_before_the_question_is_not_run_again_by_the_answer(
+    backend: EmbeddedBackend, fake_model: FakeOpenAIServer, state_dir: Path
+) -> None:
+    write = ToolCall(name="write_file", arguments={"path": "out.csv", "content": "a,b"})
+    fake_model.script(Reply(tool_calls=(write, ASK)), Reply(text="Done."))
+    thread = await backend.create_thread()
+    clarification(await collect(backend.run(thread, turn("export"))))
+    written = ThreadWorkspace.for_thread(state_dir, thread).outputs / "out.csv"
+    written.write_text("changed since")
+
+    final(await collect(backend.run(thread, turn("CSV", answer="CSV"))))
+
+    assert written.read_text() == "changed since"

@@ -20,6 +20,7 @@ from tests.fakes.openai_server import (
     RawReply,
     Reply,
     ToolCall,
+    Usage,
 )
 
 
@@ -72,6 +73,38 @@ async def test_streaming_sends_sse_chunks_and_usage_only_when_asked(
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
     assert '"usage"' not in plain
     assert '"usage"' in with_usage
+
+
+async def test_usage_is_computed_from_the_request_and_reply_and_recorded(
+    client: httpx.AsyncClient, fake_model: FakeOpenAIServer
+) -> None:
+    fake_model.script(Reply(text="a longer reply than before"), Reply(text="hi", usage=None))
+
+    first = (await client.post("/chat/completions", json=_body(stream=False))).json()
+    second = (await client.post("/chat/completions", json=_body(stream=False))).json()
+
+    assert first["usage"] == {
+        "prompt_tokens": len("hey") // 4 + 1,
+        "completion_tokens": len("a longer reply than before") // 4 + 1,
+        "total_tokens": 1 + 7,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }
+    assert "usage" not in second
+    assert fake_model.reported_usage() == [Usage(1, 7, 0), None]
+
+
+async def test_a_stream_reports_scripted_usage_only_when_asked(
+    client: httpx.AsyncClient, fake_model: FakeOpenAIServer
+) -> None:
+    scripted = Usage(50, 4, 32)
+    fake_model.script(Reply(text="x", usage=scripted), Reply(text="x", usage=scripted))
+
+    await client.post("/chat/completions", json=_body(stream=True))
+    streamed = (await client.post("/chat/completions", json=_body(stream=True, usage=True))).text
+
+    last = json.loads(streamed.split("\n\n")[-3].removeprefix("data: "))
+    assert last["usage"]["prompt_tokens_details"] == {"cached_tokens": 32}
+    assert fake_model.reported_usage() == [None, scripted]
 
 
 async def test_errors_carry_an_openai_error_body(

@@ -13,13 +13,12 @@ from pathlib import Path
 import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
-from pydantic import SecretStr
 
 from agent.remote import RemoteBackend
 from bot.cli.probes import run_probes
-from bot.config.settings import AgentSettings, RemoteSettings, Settings
 from bot.errors import AgentError
 from bot.ports import AgentEvent, ClarificationRequest, PresentedFile, TextDelta, ToolActivity
+from bot.ports.agent import ModelUsage
 from bot.workspace import ThreadWorkspace
 from tests.agent.support import (
     SYSTEM_PROMPT,
@@ -27,6 +26,7 @@ from tests.agent.support import (
     collect,
     final,
     received,
+    remote_settings,
     roles,
     streamed_text,
     tool_names,
@@ -76,12 +76,6 @@ def langgraph_server(
     }
     with LangGraphDevServer(tmp_path_factory.mktemp("langgraph"), env) as server:
         yield server
-
-
-def remote_settings(url: str, state_dir: Path, *, assistant: str = "agent") -> Settings:
-    remote = RemoteSettings(url=url, assistant_id=assistant, api_key=SecretStr("lg-key"))
-    agent = AgentSettings(backend="remote", remote=remote)
-    return Settings(config_version=1, state_dir=state_dir, agent=agent)
 
 
 @pytest.fixture
@@ -252,6 +246,8 @@ async def _run_until_the_model_hangs(
     base = len(remote_model.requests)
     remote_model.script(Reply(tool_calls=(LIST,)), Hang())
     events = remote.run(thread, turn("slow work"))
+    first = await anext(events)
+    assert isinstance(first, ModelUsage)
     assert await anext(events) == ToolActivity(name="list_files")
     await requests_since(remote_model, base, 2)
     return events, base

@@ -42,6 +42,8 @@ FAST_CAPS = replace(
     progress_interval_group_s=0.05,
 )
 WAIT_S = 5.0
+PRESS_WINDOW_S = 0.5
+"""A button press nobody answers privately is answered empty this soon (production: 8 s)."""
 
 
 def telegram_settings(state_dir: Path, fake: FakeTelegram, **sections: Any) -> Settings:
@@ -84,6 +86,7 @@ async def telegram_daemon(
     )
     adapter.setdefault("capabilities", FAST_CAPS)
     adapter.setdefault("poll_timeout_s", 1)
+    adapter.setdefault("press_window_s", PRESS_WINDOW_S)
     channel = TelegramChannel(settings, context, **adapter)
     async with running(settings, [channel], agent) as handle:
         await health.wait_for("connected")

@@ -26,7 +26,7 @@ from telegram import (
 from telegram.error import BadRequest, Conflict, Forbidden, InvalidToken, NetworkError, RetryAfter
 from telegram.ext import ApplicationBuilder, MessageHandler, filters
 
-from tests.fakes.telegram_api import SECRET_HEADER, TINY_PNG, FakeTelegram
+from tests.fakes.telegram_api import SECRET_HEADER, TINY_PNG, CallbackAnswer, FakeTelegram
 
 EMOJI = "😀"  # two UTF-16 code units
 MB = 1024 * 1024
@@ -344,9 +344,12 @@ async def test_inline_buttons_and_callback_queries(fake: FakeTelegram, bot: tele
     assert (query.id, query.data) == (pressed["callback_query"]["id"], "opt:a")
     assert query.message is not None
     assert query.message.message_id == sent.message_id
-    assert await bot.answer_callback_query(query.id)
+    with pytest.raises(BadRequest, match="Message_too_long"):
+        await bot.answer_callback_query(query.id, text="x" * 201, show_alert=True)
+    assert await bot.answer_callback_query(query.id, text="🚫" * 100, show_alert=True)
     with pytest.raises(BadRequest, match="Query is too old"):
         await bot.answer_callback_query(query.id)
+    assert fake.callback_answers() == {query.id: CallbackAnswer(text="🚫" * 100, show_alert=True)}
 
 
 async def test_actions_reactions_and_commands(fake: FakeTelegram, bot: telegram.Bot) -> None:

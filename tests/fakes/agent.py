@@ -2,6 +2,8 @@
 
 Replies ``echo: <text>`` streamed in two deltas. ``ask: <q> | <a> | <b>`` asks a question,
 and the resumed run answers ``answer: <answer>``. ``fail: <reason>`` raises AgentError.
+``approve: <tool> <json> [; <tool> <json> ...]`` pauses for approvals of those tool calls, and
+the resumed run answers ``decided: <type>[(<args or reason>)], ...``.
 A test can hold runs whose text contains a marker until it releases them, to make a turn
 "slow" without sleeping.
 """
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from bot.errors import AgentError
 from bot.ports import (
     AgentEvent,
+    ApprovalRequest,
     ClarificationRequest,
     FinalAnswer,
     PresentedFile,
@@ -23,6 +26,7 @@ from bot.ports import (
     ToolActivity,
     Turn,
 )
+from bot.ports.agent import ActionRequest, Decision
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +101,15 @@ class FakeAgent:
         if turn.resume_answer is not None:
             yield FinalAnswer(text=f"answer: {turn.resume_answer}")
             return
+        if turn.resume_decisions is not None:
+            yield FinalAnswer(text="decided: " + ", ".join(map(_said, turn.resume_decisions)))
+            return
         text = turn.text
         if text.startswith("fail:"):
             raise AgentError(text[5:].strip(), detail="scripted failure")
+        if text.startswith("approve:"):
+            yield ApprovalRequest(actions=tuple(map(_action, text[8:].split(";"))))
+            return
         if text.startswith("ask:"):
             question, *options = [part.strip() for part in text[4:].split("|")]
             yield ToolActivity(name="ask_clarification")
@@ -110,3 +120,13 @@ class FakeAgent:
         yield TextDelta(text=reply[:half])
         yield TextDelta(text=reply[half:])
         yield FinalAnswer(text=reply, files=tuple(self.files_to_present))
+
+
+def _action(spec: str) -> ActionRequest:
+    name, _, args = spec.strip().partition(" ")
+    return ActionRequest(name=name, args=args.strip() or "{}", description=f"run {name}")
+
+
+def _said(decision: Decision) -> str:
+    detail = decision.args if decision.type == "edit" else decision.message
+    return f"{decision.type}({detail})" if detail else decision.type

@@ -1,10 +1,12 @@
 """A real LangGraph API server (``langgraph dev``, in-memory runtime) as a loopback subprocess.
 
 Not a fake: it is the server the remote backend talks to in production, serving this repo's
-``langgraph.json`` graph. It runs in a scratch working directory, because the in-memory runtime
-keeps its state in ``./.langgraph_api``; an ``agent`` link there makes the config's relative
-graph path (``./agent/graph.py``) resolve to this repo. Everything that could leave the machine
-is switched off: CLI analytics, the version check, LangSmith tracing, the browser, proxies.
+``langgraph.json`` graph (or a test config's, ``APPROVALS_CONFIG``: ours and a LangChain
+``create_agent`` graph). It runs in a scratch working directory, because the in-memory runtime
+keeps its state in ``./.langgraph_api``; ``agent`` and ``tests`` links there make the config's
+relative graph paths (``./agent/graph.py``) resolve to this repo. Everything that could leave
+the machine is switched off: CLI analytics, the version check, LangSmith tracing, the browser,
+proxies.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from typing import IO, Self
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG = REPO_ROOT / "langgraph.json"
+APPROVALS_CONFIG = Path(__file__).resolve().parent / "langgraph_approvals.json"
+"""Our graph as ``agent`` and ``tests/fakes/hitl_graph.py``'s as ``hitl``."""
+_LINKED = ("agent", "tests")
 
 _OFFLINE_ENV = {
     "NO_PROXY": "127.0.0.1,localhost",
@@ -61,9 +66,15 @@ class LangGraphDevServer:
     """``with LangGraphDevServer(workdir, env) as server:`` serves ``server.url``."""
 
     def __init__(
-        self, workdir: Path, env: Mapping[str, str], *, startup_timeout_s: float = 60.0
+        self,
+        workdir: Path,
+        env: Mapping[str, str],
+        *,
+        startup_timeout_s: float = 60.0,
+        config: Path = CONFIG,
     ) -> None:
         self._workdir = workdir
+        self._config = config
         self._env = offline_env(env)
         self._startup_timeout_s = startup_timeout_s
         self._port = free_port()
@@ -95,13 +106,14 @@ class LangGraphDevServer:
         self.stop()
 
     def start(self) -> None:
-        link = self._workdir / "agent"
-        if not link.exists():
-            link.symlink_to(REPO_ROOT / "agent", target_is_directory=True)
+        for name in _LINKED:
+            link = self._workdir / name
+            if not link.exists():
+                link.symlink_to(REPO_ROOT / name, target_is_directory=True)
         command = [
             sys.executable, "-m", "langgraph_cli", "dev",
             "--host", "127.0.0.1", "--port", str(self._port),
-            "--config", str(CONFIG),
+            "--config", str(self._config),
             "--no-browser", "--no-reload", "--n-jobs-per-worker", "4",
         ]  # fmt: skip
         self._log = self.log_path.open("wb")

@@ -3,7 +3,10 @@
 It runs on its own thread with its own event loop, so a test's loop never serves it and a
 blocked test cannot starve it. Tests script replies in order (text, tool calls, HTTP errors,
 delays, dropped connections, hangs); with nothing scripted it echoes the last user message.
-Every request body is recorded so tests can assert on the history the model saw.
+Every request body is recorded so tests can assert on the history the model saw, and every
+reply's reported token usage (``reported_usage``) so tests can sum exactly what the provider
+said. A reply's usage is scriptable (``Reply(usage=Usage(...))``, or ``None``: not reported);
+by default it is computed from the request and the reply, deterministic and varying.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal
 
 from aiohttp import web
 from typing_extensions import override
@@ -40,6 +43,21 @@ class ToolCall:
     id: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts as the provider reports them (``usage``, with
+    ``prompt_tokens_details.cached_tokens``)."""
+
+    prompt: int
+    completion: int
+    cached: int = 0
+
+
+COMPUTED: Final = "computed"
+"""A reply's default usage: prompt tokens = characters of the request's message contents // 4
++ 1, completion tokens = characters of the reply's text and tool arguments // 4 + 1, cached 0."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reply:
     """A successful completion: text, tool calls, or both (text first)."""
@@ -48,6 +66,8 @@ class Reply:
     tool_calls: tuple[ToolCall, ...] = ()
     delay_s: float = 0.0
     chunk_chars: int = 4
+    usage: Usage | Literal["computed"] | None = COMPUTED
+    """What the reply reports it used; ``None``: no usage in the reply."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +127,7 @@ class FakeOpenAIServer(LoopServer):
         self.model = model
         self._script: deque[Scripted] = deque()
         self._received: list[ReceivedRequest] = []
+        self._reported: list[Usage | None] = []
         self._lock = threading.Condition()
         self._ids = itertools.count(1)
         self._stopping: asyncio.Event | None = None
@@ -142,6 +163,12 @@ class FakeOpenAIServer(LoopServer):
     def requests(self) -> list[ReceivedRequest]:
         with self._lock:
             return list(self._received)
+
+    def reported_usage(self) -> list[Usage | None]:
+        """The usage each answered ``Reply`` reported, in order; ``None`` where it reported
+        none (scripted so, or a stream whose request did not ask for usage)."""
+        with self._lock:
+            return list(self._reported)
 
     def wait_for_requests(self, count: int, timeout: float = 5.0) -> list[ReceivedRequest]:
         """Block until ``count`` chat requests arrived (call via ``asyncio.to_thread``)."""
@@ -184,9 +211,17 @@ class FakeOpenAIServer(LoopServer):
             return await self._drop(request, body, step)
         if isinstance(step, RawReply):
             return web.Response(text=step.body, status=step.status, content_type=step.content_type)
+        usage = _reply_usage(step, body)
         if body.get("stream"):
-            return await self._stream(request, self._chunks(step, body))
-        return web.json_response(self._completion(step, body))
+            asked = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._report(usage if asked else None)
+            return await self._stream(request, self._chunks(step, usage if asked else None))
+        self._report(usage)
+        return web.json_response(self._completion(step, usage))
+
+    def _report(self, usage: Usage | None) -> None:
+        with self._lock:
+            self._reported.append(usage)
 
     async def _wait_stopping(self, seconds: float | None) -> None:
         """Sleep for a scripted delay, cut short when the server stops."""
@@ -214,7 +249,7 @@ class FakeOpenAIServer(LoopServer):
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         if body.get("stream") and step.after_chunks:
             await response.prepare(request)
-            partial = self._chunks(Reply(text="partial " * step.after_chunks), body)
+            partial = self._chunks(Reply(text="partial " * step.after_chunks), None)
             for chunk in partial[: step.after_chunks]:
                 await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
         if request.transport is not None:
@@ -231,7 +266,7 @@ class FakeOpenAIServer(LoopServer):
             "model": self.model,
         }
 
-    def _chunks(self, reply: Reply, body: dict[str, Any]) -> list[dict[str, Any]]:
+    def _chunks(self, reply: Reply, usage: Usage | None) -> list[dict[str, Any]]:
         base = self._envelope("chat.completion.chunk")
         calls = _numbered_calls(reply.tool_calls)
         deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
@@ -248,11 +283,11 @@ class FakeOpenAIServer(LoopServer):
         ]
         choices.append({"index": 0, "delta": {}, "finish_reason": finish})
         chunks = [{**base, "choices": [choice]} for choice in choices]
-        if (body.get("stream_options") or {}).get("include_usage"):
-            chunks.append({**base, "choices": [], "usage": _usage()})
+        if usage is not None:
+            chunks.append({**base, "choices": [], "usage": _usage_body(usage)})
         return chunks
 
-    def _completion(self, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    def _completion(self, reply: Reply, usage: Usage | None) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
         calls = _numbered_calls(reply.tool_calls)
         if calls:
@@ -266,7 +301,10 @@ class FakeOpenAIServer(LoopServer):
             ]
         finish = "tool_calls" if calls else "stop"
         choice = {"index": 0, "message": message, "finish_reason": finish}
-        return {**self._envelope("chat.completion"), "choices": [choice], "usage": _usage()}
+        completion = {**self._envelope("chat.completion"), "choices": [choice]}
+        if usage is not None:
+            completion["usage"] = _usage_body(usage)
+        return completion
 
 
 def _numbered_calls(calls: tuple[ToolCall, ...]) -> list[tuple[str, ToolCall]]:
@@ -282,8 +320,27 @@ def _pieces(text: str, size: int) -> Iterator[str]:
         yield text[start : start + max(size, 1)]
 
 
-def _usage() -> dict[str, int]:
-    return {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+def _reply_usage(reply: Reply, body: dict[str, Any]) -> Usage | None:
+    if reply.usage is None or isinstance(reply.usage, Usage):
+        return reply.usage
+    prompt = sum(len(_content_text(message.get("content"))) for message in body["messages"])
+    written = len(reply.text) + sum(len(_arguments(call)) for call in reply.tool_calls)
+    return Usage(prompt // 4 + 1, written // 4 + 1, 0)
+
+
+def _usage_body(usage: Usage) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage.prompt,
+        "completion_tokens": usage.completion,
+        "total_tokens": usage.prompt + usage.completion,
+        "prompt_tokens_details": {"cached_tokens": usage.cached},
+    }
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content or "")
 
 
 def _error_body(status: int, message: str, code: str | None) -> dict[str, Any]:
@@ -295,8 +352,5 @@ def _last_user_text(body: dict[str, Any]) -> str:
     for message in reversed(body.get("messages", [])):
         if message.get("role") != "user":
             continue
-        content = message.get("content")
-        if isinstance(content, list):
-            return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-        return str(content or "")
+        return _content_text(message.get("content"))
     return ""

@@ -6,10 +6,12 @@ import asyncio
 from collections.abc import AsyncGenerator
 
 from bot.ports import AgentEvent, ClarificationRequest, FinalAnswer, Turn
+from bot.ports.agent import ApprovalRequest
 
 
 class ScriptedAgent:
-    """An agent whose events the test feeds one by one (streaming at the test's pace)."""
+    """An agent whose events the test feeds one by one (streaming at the test's pace); a run
+    ends after a final answer, a question or an approval request, as a backend's does."""
 
     def __init__(self) -> None:
         self.events: asyncio.Queue[AgentEvent] = asyncio.Queue()
@@ -47,7 +49,7 @@ class ScriptedAgent:
         while True:
             event = await self.events.get()
             yield event
-            if isinstance(event, FinalAnswer | ClarificationRequest):
+            if isinstance(event, FinalAnswer | ClarificationRequest | ApprovalRequest):
                 return
 
 

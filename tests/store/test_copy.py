@@ -20,6 +20,14 @@ from bot.config.store import StoreSettings
 from bot.errors import StoreError
 from bot.messages import ChatType
 from bot.ports import Store
+from bot.ports.approvals import (
+    Approval,
+    ApprovalRun,
+    ApprovalState,
+    ApprovalStore,
+    Decided,
+    approvals_of,
+)
 from bot.records import (
     Clarification,
     ClarificationState,
@@ -129,7 +137,33 @@ async def fill(store: Store, clock: ManualClock) -> dict[str, int]:
     )
     await store.audit.record("cli:ops", "users allow", "telegram u1")
     await store.settings.set("paused.telegram", "1")
+    await pause_for_approvals(store, clock)
     return ids
+
+
+async def pause_for_approvals(store: Store, clock: ManualClock) -> None:
+    """A run paused on two tool calls: one edited, one still pending."""
+    approvals = store_approvals(store)
+    run = ApprovalRun(
+        id="run-1", key=TOPIC, chat_type=ChatType.GROUP, thread_id="th-topic",
+        correlation_id="corr-3", created_at=clock.now,
+    )  # fmt: skip
+    asked = [
+        Approval(
+            id=f"ap-{n}", run_id=run.id, position=n, key=TOPIC, chat_type=ChatType.GROUP,
+            thread_id="th-topic", asker_id="u7", tool="deploy", args='{"env": "prod"}',
+            description="Deploy to prod", allowed=("approve", "edit", "reject"),
+            deciders="admins", created_at=clock.now, expires_at=clock.now + timedelta(hours=1),
+        )
+        for n in range(2)
+    ]  # fmt: skip
+    await approvals.add(run, asked)
+    await approvals.set_message("ap-0", "s4")
+    edited = Decided(
+        state=ApprovalState.EDITED, by="telegram:u1", by_name="Ada", at=clock.now,
+        args='{"env": "staging"}',
+    )  # fmt: skip
+    assert await approvals.decide("ap-0", edited)
 
 
 async def everything(store: Store, clock: ManualClock) -> dict[str, Any]:
@@ -154,7 +188,15 @@ async def everything(store: Store, clock: ManualClock) -> dict[str, Any]:
         "pairings": await store.access.pending_pairings(clock.now),
         "audit": await store.audit.recent(),
         "paused": await store.settings.get("paused.telegram"),
+        "approvals": await store_approvals(store).run("run-1"),
+        "traced": await store_approvals(store).for_correlation("corr-3"),
     }
+
+
+def store_approvals(store: Store) -> ApprovalStore:
+    approvals = approvals_of(store)
+    assert approvals is not None
+    return approvals
 
 
 async def checkpoint_messages(settings: StoreSettings, state_dir: Path, thread: str) -> list[str]:
@@ -177,6 +219,19 @@ async def continues_on_postgres(
     resumed = await checkpoint_messages(on_postgres, tmp_path / "pg", thread)
     assert resumed[: len(history)] == history
     assert any("hello there" in m for m in resumed)
+
+
+def approvals_were_copied(after: dict[str, Any], copied: dict[str, int]) -> None:
+    """The paused run came over whole: its runs before the approvals that reference them."""
+    assert after["approvals"] is not None
+    (run, (ap0, ap1)) = after["approvals"]
+    assert (run.correlation_id, run.resumed_at) == ("corr-3", None)
+    assert (ap0.state, ap0.decided_args, ap0.message_id) == (
+        ApprovalState.EDITED, '{"env": "staging"}', "s4",
+    )  # fmt: skip
+    assert (ap1.state, ap1.allowed) == (ApprovalState.PENDING, ("approve", "edit", "reject"))
+    assert copied["approvals"] == 2
+    assert list(copied).index("approval_runs") < list(copied).index("approvals")
 
 
 async def test_a_sqlite_installation_moves_into_postgres(
@@ -223,6 +278,7 @@ async def test_a_sqlite_installation_moves_into_postgres(
         assert (q1.options, q1.question_message_id) == (("red", "blue"), "s3")
         assert q2 is not None
         assert (q2.state, q2.answer) == (ClarificationState.ANSWERED, "green")
+        approvals_were_copied(after, result.tables)
         # Ids go on past the copied ones.
         (new_row,) = await enqueue(postgres, [item("k-after")])
         assert new_row > max(ids[k] for k in ("pending", "retried", "dead", "sent", "reply"))

@@ -60,6 +60,12 @@ DELIVERIES: list[Delivery] = [
     ),
     ReactionMark(destination=destination(), message_id="m1", reaction=Reaction.DONE),
 ]
+PRIVATE_NOTICE = OutboundText(
+    destination=destination(),
+    text="Only the asker may decide.",
+    kind=OutboundKind.NOTICE,
+    private_to="u2",
+)
 
 
 @pytest.mark.parametrize("delivery", DELIVERIES, ids=lambda d: type(d).__name__)
@@ -80,6 +86,22 @@ def test_a_payload_written_before_dedupe_keys_existed_still_loads(delivery: Deli
     older = json.loads(payload)
     assert older.pop("dedupe_key") == ""
     assert decode_delivery(op, json.dumps(older)) == delivery
+
+
+async def test_a_private_message_keeps_whom_it_is_for(store: BackendStore) -> None:
+    [row_id] = await enqueue(store, [item("k1", PRIVATE_NOTICE)])
+    row = await store.outbox.get(row_id)
+    assert row is not None
+    assert row.item.delivery == PRIVATE_NOTICE
+
+
+def test_a_payload_written_before_private_messages_existed_loads_as_a_public_one() -> None:
+    op, payload = encode_delivery(PRIVATE_NOTICE)
+    older = json.loads(payload)
+    assert older.pop("private_to") == "u2"
+    decoded = decode_delivery(op, json.dumps(older))
+    assert isinstance(decoded, OutboundText)
+    assert decoded.private_to is None
 
 
 async def test_a_new_row_is_pending_and_due_now(store: BackendStore, clock: ManualClock) -> None:

@@ -45,6 +45,8 @@ TABLES = {
     "schedule_firings",
     "mutes",
     "console_revocations",
+    "approval_runs",
+    "approvals",
     "clarifications",
     "users",
     "pairing_requests",

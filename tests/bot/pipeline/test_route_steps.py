@@ -13,6 +13,7 @@ import inspect
 import textwrap
 from pathlib import Path
 
+from bot.approvals.step import ApprovalPresses
 from bot.commands.routing import AnswerCommand, ParseCommand
 from bot.kernel.route import RouterDeps
 from bot.pipeline import router
@@ -24,6 +25,7 @@ from bot.pipeline.revisions import RevisionStep
 from bot.pipeline.router import ConversationKeys, Reachable, Router, SubmitTurn
 from bot.push.step import OperatorPushes
 from bot.takeover.step import HeldByHumans
+from bot.usage.step import UsageGate
 from tests.bot.harness import make_settings, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel
@@ -39,11 +41,13 @@ ROUTE = [
     AccessGate,
     RefuseOversize,
     AnswerCommand,
+    ApprovalPresses,
     Answers,
     StaleButtons,
     Unaddressed,
     ConversationKeys,
     HeldByHumans,
+    UsageGate,
     SubmitTurn,
 ]
 

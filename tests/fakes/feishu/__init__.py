@@ -38,7 +38,8 @@ webhook    post_event(url, payload, encrypt=False, bad_signature=False) -> (stat
            aurl_verification
 observe    calls(name_or_path=None) -> [Call]; wait_call(name, predicate, timeout) /
            await_call(name, predicate=None, within=5.0); tokens_issued();
-           sent_messages(chat_id=None) -> [Message]; message(message_id); cards() /
+           sent_messages(chat_id=None) -> [Message]; ephemerals(chat_id=None) ->
+           [Ephemeral] (cards one member sees); message(message_id); cards() /
            card(card_id) -> CardView; uploads() -> {key: Upload}; reactions(message_id=None);
            wait_until(condition, timeout) / await_until
 faults     fail_next(pattern, code=, msg=, http_status=400, headers=None, times=1);
@@ -50,7 +51,7 @@ faults     fail_next(pattern, code=, msg=, http_status=400, headers=None, times=
 Call names: auth.tenant_access_token, auth.app_access_token, ws.endpoint, bot.info,
 im.message.{create,reply,patch,delete,get}, im.message_reaction.{create,delete},
 im.image.create, im.file.create, im.message_resource.get, cardkit.card.{create,update,
-settings}, cardkit.card_element.content, unknown. Error codes: see ``codes``.
+settings}, cardkit.card_element.content, ephemeral.send, unknown. Error codes: see ``codes``.
 """
 
 from tests.fakes.common.wire import TINY_PNG
@@ -61,6 +62,7 @@ from tests.fakes.feishu.records import (
     Call,
     CardView,
     Delivery,
+    Ephemeral,
     Message,
     Redelivery,
     Upload,
@@ -73,6 +75,7 @@ __all__ = [
     "Call",
     "CardView",
     "Delivery",
+    "Ephemeral",
     "FakeFeishu",
     "Message",
     "Redelivery",

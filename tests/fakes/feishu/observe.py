@@ -10,7 +10,16 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.fakes.common.observe import Observing
-from tests.fakes.feishu.records import Ack, Call, CardView, Delivery, Message, Redelivery, Upload
+from tests.fakes.feishu.records import (
+    Ack,
+    Call,
+    CardView,
+    Delivery,
+    Ephemeral,
+    Message,
+    Redelivery,
+    Upload,
+)
 from tests.fakes.feishu.server import FeishuServer
 
 
@@ -115,6 +124,11 @@ class Observations(Observing):
         ]
 
     # ------------------------------------------------------------------ tenant state
+
+    def ephemerals(self, chat_id: str | None = None) -> list[Ephemeral]:
+        """Cards the bot showed to one member (``ephemeral/v1/send``), oldest first."""
+        with self._guard:
+            return [e for e in self._server.world.ephemerals if chat_id in (None, e.chat_id)]
 
     def sent_messages(self, chat_id: str | None = None) -> list[Message]:
         """The bot's messages (sends and replies), oldest first, as they read now."""

@@ -116,6 +116,16 @@ class Redelivery:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Ephemeral:
+    """A card sent with ``ephemeral/v1/send``: shown in ``chat_id`` to ``open_id`` alone."""
+
+    message_id: str
+    chat_id: str
+    open_id: str
+    card: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Message:
     """A message as the fake holds it now (bot-sent or pushed inbound).
 

@@ -25,6 +25,7 @@ from tests.fakes.common.wire import Raw, read_multipart
 from tests.fakes.feishu import codes
 from tests.fakes.feishu.auth import Credentials
 from tests.fakes.feishu.cardkit import CardKit
+from tests.fakes.feishu.ephemeral import Ephemerals
 from tests.fakes.feishu.longconn import LongConn
 from tests.fakes.feishu.media import Media
 from tests.fakes.feishu.messages import Messages
@@ -63,6 +64,7 @@ class FeishuServer(LoopServer):
             *Reactions(world).routes(),
             *Media(world).routes(),
             *CardKit(world).routes(),
+            *Ephemerals(world).routes(),
         ]
 
     # ------------------------------------------------------------------ lifecycle (loop)

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.feishu.records import CardView, Message, Upload
+from tests.fakes.feishu.records import CardView, Ephemeral, Message, Upload
 
 UUID_TTL_S = 3600.0  # Feishu dedupes a message ``uuid`` for one hour
 
@@ -112,9 +112,10 @@ class Reaction:
 class World:
     def __init__(self, ids: Identity) -> None:
         self.ids = ids
-        self.chats: dict[str, str] = {}  # chat_id -> chat_type ("p2p" | "group")
+        self.chats: dict[str, str] = {}  # chat_id -> chat_type ("p2p" | "group" | "topic")
         self.p2p_chats: dict[str, str] = {}  # user open_id -> their p2p chat_id
         self.messages: dict[str, StoredMessage] = {}
+        self.ephemerals: list[Ephemeral] = []  # ephemeral/v1/send, in the order sent
         self.order: list[str] = []  # message ids in creation order
         self.uploads: dict[str, Upload] = {}  # image_key / file_key -> bytes
         self.resources: dict[tuple[str, str], Upload] = {}  # (message_id, key) -> bytes

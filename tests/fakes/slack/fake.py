@@ -39,10 +39,11 @@ from tests.fakes.slack.payloads import (
 from tests.fakes.slack.records import EVENTS_API, INTERACTIVE, Call, Delivery, Envelope, Fault
 from tests.fakes.slack.server import ThreadedServer
 from tests.fakes.slack.web import WebApi
-from tests.fakes.slack.world import Identity, Message, StoredFile, World
+from tests.fakes.slack.workspace import Workspace
+from tests.fakes.slack.world import Identity, Message, World
 
 
-class FakeSlack(LoopbackFake[ThreadedServer], Observing):
+class FakeSlack(LoopbackFake[ThreadedServer], Observing, Workspace):
     """Loopback fake Slack: Web API + Socket Mode websocket + signed HTTP event delivery."""
 
     Call: TypeAlias = records.Call
@@ -304,37 +305,6 @@ class FakeSlack(LoopbackFake[ThreadedServer], Observing):
             raise RuntimeError("call set_http_target() first")
         return target
 
-    # ------------------------------------------------------------------ workspace
-
-    def add_file(
-        self, file_id: str, content: bytes, *, name: str, mimetype: str = "text/plain"
-    ) -> dict[str, Any]:
-        """Host a file at its url_private_download; returns the event's file object."""
-        with self._guard:
-            meta = self._world.file_meta(
-                file_id, name=name, mimetype=mimetype, size=len(content), user="UHUMAN01"
-            )
-            self._world.files[file_id] = StoredFile(meta=meta, content=content)
-            return dict(meta)
-
-    def add_channel(self, channel: str, *, channel_type: str | None = None) -> None:
-        with self._guard:
-            self._world.add_channel(channel, channel_type)
-
-    def add_user(
-        self,
-        user: str,
-        *,
-        name: str | None = None,
-        real_name: str | None = None,
-        display_name: str | None = None,
-        is_bot: bool = False,
-    ) -> dict[str, Any]:
-        with self._guard:
-            return self._world.add_user(
-                user, name=name, real_name=real_name, display_name=display_name, is_bot=is_bot
-            )
-
     # ------------------------------------------------------------------ what the bot did
 
     def calls(self, method: str | None = None) -> list[Call]:
@@ -376,21 +346,6 @@ class FakeSlack(LoopbackFake[ThreadedServer], Observing):
     def connections(self) -> int:
         with self._guard:
             return self._deliverer.connections
-
-    def uploads(self) -> dict[str, bytes]:
-        with self._guard:
-            return dict(self._world.uploads)
-
-    def channel_messages(self, channel: str) -> list[dict[str, Any]]:
-        """The bot's messages in ``channel``, in ts order, as they read now."""
-        with self._guard:
-            return self._world.bot_messages(channel)
-
-    def message(self, channel: str, ts: str) -> dict[str, Any] | None:
-        """Any message (the bot's or a human's), e.g. to look at its reactions."""
-        with self._guard:
-            found = self._world.find(channel, ts)
-            return None if found is None else self._world.render(found)
 
     # ------------------------------------------------------------------ faults
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.fakes.slack.blocks import MAX_MARKDOWN_TOTAL, check_content
-from tests.fakes.slack.records import ApiError
+from tests.fakes.slack.records import ApiError, Ephemeral
 from tests.fakes.slack.world import Message, StoredFile, World
 
 Method = Callable[[World, dict[str, Any]], dict[str, Any]]
@@ -127,11 +127,24 @@ def delete(world: World, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def post_ephemeral(world: World, params: dict[str, Any]) -> dict[str, Any]:
-    _channel(world, params)
-    if _text(params, "user") not in world.users:
+    """Recorded in ``world.ephemerals``; the user must be known (a member, as far as the fake
+    knows) and the ts it answers belongs to no stored message, so nothing can edit it."""
+    channel = _channel(world, params)
+    user = _text(params, "user")
+    if user is None or user not in world.users:
         raise ApiError("user_not_in_channel")
-    _message_text(params)
-    return {"ok": True, "message_ts": world.next_ts()}
+    text, blocks = _message_text(params)
+    ts = world.next_ts()
+    shown = Ephemeral(
+        channel=channel,
+        user=user,
+        text=text,
+        blocks=blocks,
+        thread_ts=_text(params, "thread_ts"),
+        ts=ts,
+    )
+    world.ephemerals.append(shown)
+    return {"ok": True, "message_ts": ts}
 
 
 def _reaction_target(world: World, params: dict[str, Any]) -> tuple[Message, str]:

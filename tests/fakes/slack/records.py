@@ -1,4 +1,5 @@
-"""Frozen records the fake Slack keeps: API calls, envelopes, deliveries and scripted faults;
+"""Frozen records the fake Slack keeps: API calls, ephemeral messages, envelopes, deliveries and
+scripted faults;
 its lock is ``common.records.Guard``."""
 
 from __future__ import annotations
@@ -31,6 +32,18 @@ class Call:
     at: float  # time.monotonic() when the request arrived
     ok: bool = True
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ephemeral:
+    """A ``chat.postEphemeral`` message: shown to ``user`` alone, never stored in the channel."""
+
+    channel: str
+    user: str
+    text: str
+    blocks: list[dict[str, Any]] | None
+    thread_ts: str | None
+    ts: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.fakes.slack.records import Ephemeral
+
 _CHANNEL_TYPES = {"D": "im", "C": "channel", "G": "group"}
 _STORED_SUBTYPES = {None, "file_share", "thread_broadcast", "bot_message"}
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
@@ -77,6 +79,7 @@ class World:
         self.channels: dict[str, str] = {}  # id -> channel_type
         self.users: dict[str, dict[str, Any]] = {}
         self.messages: dict[str, list[Message]] = {}
+        self.ephemerals: list[Ephemeral] = []  # chat.postEphemeral, in the order posted
         self.files: dict[str, StoredFile] = {}
         self.uploads: dict[str, bytes] = {}  # file_id -> bytes uploaded by the bot
         self.dm_users: dict[str, str] = {}  # DM channel -> the human on the other side

@@ -6,7 +6,8 @@ answers 401, an unknown method 404; success is ``200 {"ok": true, "result": ...}
 non-2xx ``{"ok": false, "error_code", "description"}`` (+ ``parameters.retry_after``). Text is
 validated as the real server does: 1-4096 UTF-16 code units after parsing, HTML and
 MarkdownV2 parsed by tdlib's rules, ``entities`` checked against the text, "message is not
-modified" on no-op edits, replies, topics and chats must exist. Files download from
+modified" on no-op edits, replies, topics and chats must exist; a button press is answered
+once, with at most 200 characters (``callback_answers`` keeps each answer). Files download from
 ``GET /file/bot<TOKEN>/<file_path>``.
 """
 
@@ -14,5 +15,6 @@ from tests.fakes.telegram.fake import FakeTelegram
 from tests.fakes.telegram.media import TINY_PNG, tiny_png
 from tests.fakes.telegram.recording import Call
 from tests.fakes.telegram.server import SECRET_HEADER
+from tests.fakes.telegram.world import CallbackAnswer
 
-__all__ = ["SECRET_HEADER", "TINY_PNG", "Call", "FakeTelegram", "tiny_png"]
+__all__ = ["SECRET_HEADER", "TINY_PNG", "Call", "CallbackAnswer", "FakeTelegram", "tiny_png"]

@@ -16,7 +16,7 @@ from tests.fakes.telegram import inbound
 from tests.fakes.telegram.errors import ApiError
 from tests.fakes.telegram.recording import Call, Predicate, refuse_running_loop
 from tests.fakes.telegram.server import FakeTelegramServer
-from tests.fakes.telegram.world import Json
+from tests.fakes.telegram.world import CallbackAnswer, Json
 
 
 class FakeTelegram(FakeTelegramServer):
@@ -174,6 +174,11 @@ class FakeTelegram(FakeTelegramServer):
         timeout: float = 5.0,  # noqa: ASYNC109 - the wait runs in a worker thread
     ) -> list[Call]:
         return await asyncio.to_thread(self._log.wait, method, predicate, count, timeout)
+
+    def callback_answers(self) -> dict[str, CallbackAnswer]:
+        """How each answered button press was answered, by callback query id."""
+        with self._cond:
+            return dict(self._world.callback_answers)
 
     def chat_messages(self, chat_id: int) -> list[dict[str, Any]]:
         """The bot's messages in the chat as they stand now (after edits, minus deletions)."""

@@ -20,9 +20,18 @@ from tests.fakes.telegram import validation
 from tests.fakes.telegram.errors import NOT_MODIFIED, ApiError, bad_request
 from tests.fakes.telegram.formatting import caption, check_text_length, message_text
 from tests.fakes.telegram.media import check_upload, photo_size
-from tests.fakes.telegram.world import Json, StoredFile, StoredMessage, Webhook, World
+from tests.fakes.telegram.text import utf16_len
+from tests.fakes.telegram.world import (
+    CallbackAnswer,
+    Json,
+    StoredFile,
+    StoredMessage,
+    Webhook,
+    World,
+)
 
 DOWNLOAD_LIMIT = 20 * 1024 * 1024
+CALLBACK_TEXT_LIMIT = 200  # answerCallbackQuery: "0-200 characters"
 WEBHOOK_ACTIVE = (
     "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to "
     "delete the webhook first"
@@ -282,7 +291,12 @@ class BotApi:
             raise bad_request(
                 "query is too old and response timeout expired or query ID is invalid"
             )
+        text = request.params.get("text", "")
+        if utf16_len(text) > CALLBACK_TEXT_LIMIT:
+            raise bad_request("MESSAGE_TOO_LONG")
+        alert = request.params.get("show_alert", "false").lower() == "true"
         self.world.callback_queries[query_id] = True
+        self.world.callback_answers[query_id] = CallbackAnswer(text=text, show_alert=alert)
         return True
 
     def set_my_commands(self, request: ApiRequest) -> bool:

@@ -38,6 +38,15 @@ class StoredFile:
     path: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallbackAnswer:
+    """How the bot answered a button press: ``text`` (shown to the presser alone) is empty
+    for an answer that only stops the spinner; ``show_alert``: a dialog, not a toast."""
+
+    text: str
+    show_alert: bool
+
+
 @dataclass(slots=True)
 class Webhook:
     url: str
@@ -56,6 +65,7 @@ class World:
     files: dict[str, StoredFile] = field(default_factory=dict)
     paths: dict[str, StoredFile] = field(default_factory=dict)
     callback_queries: dict[str, bool] = field(default_factory=dict)
+    callback_answers: dict[str, CallbackAnswer] = field(default_factory=dict)
     webhook: Webhook | None = None
     deliveries: list[tuple[int, int]] = field(default_factory=list)
     commands: dict[str, list[dict[str, str]]] = field(default_factory=dict)
