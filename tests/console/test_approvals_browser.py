@@ -9,37 +9,25 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Dialog, Page, ViewportSize, async_playwright, expect
-from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Browser, Dialog, Page, ViewportSize, expect
 
 from bot.messages import utc_now
 from bot.ports.approvals import ApprovalState, Decided
 from tests.bot.approvals.requests import approvals_in, paused_run, record, waiting
 from tests.bot.harness import make_settings
-from tests.console.support import Served, chromium_path, console_section, serve_console
-from tests.console.test_console_browser import (
+from tests.console.browser_support import (
     DESKTOP,
     PHONE,
-    _columns_reachable,
-    _luminance,
-    _page_fits_the_phone,
+    columns_reachable,
+    luminance,
+    page_fits_the_phone,
 )
+from tests.console.support import Served, console_section, serve_console
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 expect.set_options(timeout=10_000)
 
 LONG_ARGS = '{"path": "' + "reports/2025/" * 30 + 'q1.md", "token": "t-secret"}'
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        try:
-            launched = await playwright.chromium.launch(executable_path=chromium_path())
-        except PlaywrightError as exc:
-            pytest.skip(f"no Chromium to drive ({str(exc).splitlines()[0]})")
-        yield launched
-        await launched.close()
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -77,8 +65,8 @@ async def test_on_a_phone_the_requests_and_their_forms_fit(
     browser: Browser, served: Served
 ) -> None:
     page = await _logged_in(browser, served, PHONE)
-    await _page_fits_the_phone(page)
-    columns = await _columns_reachable(page, "#decided-approvals")
+    await page_fits_the_phone(page)
+    columns = await columns_reachable(page, "#decided-approvals")
     assert "REASON" in columns
     assert not [c for c in columns if "outside" in c], columns
     card = page.locator("#approval-r1a0")
@@ -94,7 +82,7 @@ async def test_on_a_phone_the_requests_and_their_forms_fit(
         assert box is not None
         assert box["x"] >= 0
         assert box["x"] + box["width"] <= PHONE["width"], await part.evaluate("e => e.outerHTML")
-    await _page_fits_the_phone(page)
+    await page_fits_the_phone(page)
     await page.context.close()
 
 
@@ -103,8 +91,8 @@ async def test_the_edit_box_follows_the_dark_mode(browser: Browser, served: Serv
     box = page.locator("#approval-r1a1 textarea")
     await page.locator("#approval-r1a1 summary").click()
     await expect(box).to_be_visible()
-    assert _luminance(await box.evaluate("e => getComputedStyle(e).backgroundColor")) < 0.25
-    assert _luminance(await box.evaluate("e => getComputedStyle(e).color")) > 0.7
+    assert luminance(await box.evaluate("e => getComputedStyle(e).backgroundColor")) < 0.25
+    assert luminance(await box.evaluate("e => getComputedStyle(e).color")) > 0.7
     await page.context.close()
 
 
