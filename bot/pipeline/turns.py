@@ -222,7 +222,7 @@ class TurnRunner:
             async with asyncio.timeout(timeout_s):
                 await self._agent.ready()  # a crash while it loads does not count (design §11)
                 await self._mark_turn(scope.request, scope.replies.ctx.correlation_id)
-                if scope.request.resumed is None and scope.request.answered is None:
+                if scope.request.resumed is None:  # a message or an answer moves it on
                     await self._hooks.moved_on(scope.thread_id)
                 scope.stream.start()  # progress shows once the agent run begins
                 async with contextlib.aclosing(self._agent.run(scope.thread_id, turn)) as events:
