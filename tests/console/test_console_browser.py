@@ -299,8 +299,14 @@ async def test_on_a_phone_the_navigation_is_one_bar_and_every_column_can_be_reac
     await page.context.close()
 
 
+async def _styled(page: Page) -> None:
+    """Wait for the stylesheet to paint the page (its background is unset until then)."""
+    await expect(page.locator("body")).not_to_have_css("background-color", "rgba(0, 0, 0, 0)")
+
+
 async def test_the_console_follows_the_systems_dark_mode(browser: Browser, world: World) -> None:
     page = await logged_in(browser, world, "erin", dark=True)
+    await _styled(page)
     background = await page.evaluate("getComputedStyle(document.body).backgroundColor")
     text = await page.evaluate("getComputedStyle(document.body).color")
     assert luminance(background) < 0.2, background
@@ -312,6 +318,7 @@ async def test_the_console_follows_the_systems_dark_mode(browser: Browser, world
     await shoot(page, "console-dark.png")
     await page.context.close()
     light = await logged_in(browser, world, "erin")
+    await _styled(light)
     background = await light.evaluate("getComputedStyle(document.body).backgroundColor")
     assert luminance(background) > 0.8, background
     await light.context.close()
