@@ -1,0 +1,139 @@
+"""``switchboard run`` killed with -9 around an approval (design §11, §24), against the fake
+Telegram and the fake model, with the embedded agent and ``write_file`` waiting for a decision:
+a request waiting through a kill -9 is decided after the restart and the tool runs exactly once;
+a press whose resumed run was cut off by a kill -9 after the tool ran answers once after the
+restart and does not run the tool again."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from tests.channels.cli_support import cli_env, start_run
+from tests.channels.telegram_support import texts, wait_text
+from tests.e2e_approvals.support import (
+    gated_agent,
+    model_requests,
+    request_id,
+    tool_results,
+    write,
+    written,
+)
+from tests.fakes.openai_server import FakeOpenAIServer, Hang, Reply
+from tests.fakes.telegram_api import FakeTelegram
+
+CHAT = 42
+START_S = 45.0
+"""Bound for a cold start of ``python -m bot`` on a busy machine (never waited out)."""
+
+
+def _config(tmp_path: Path, fake: FakeTelegram, model: FakeOpenAIServer) -> Path:
+    data = {
+        "config_version": 1,
+        "state_dir": str(tmp_path / "state"),
+        "http": {"enabled": False},
+        "access": {"dm_policy": "open"},
+        "agent": gated_agent(model),
+        "daemon": {"shutdown_grace_s": 5},
+        "channels": {
+            "telegram": {"enabled": True, "token": fake.token, "api_base_url": fake.api_origin}
+        },
+    }
+    path = tmp_path / "switchboard.yaml"
+    path.write_text(json.dumps(data))  # JSON is YAML
+    return path
+
+
+class Daemon:
+    """``switchboard run`` in the background, its output in ``<name>.log``."""
+
+    def __init__(self, config: Path, name: str) -> None:
+        self.log = config.parent / f"{name}.log"
+        self._config = config
+        self.process: subprocess.Popen[str] | None = None
+        self.exit_code: int | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        state = self._config.parent / "state"
+        with self.log.open("w") as log:
+            self.process = start_run(self._config, log, {**cli_env(state), "PYTHONUNBUFFERED": "1"})
+            try:
+                yield
+            finally:
+                if self.process.poll() is None:
+                    self.process.send_signal(signal.SIGTERM)
+                self.exit_code = await asyncio.to_thread(self.process.wait, 30)
+
+    async def kill9(self) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        return await asyncio.to_thread(self.process.wait, 30)
+
+
+def _request(fake: FakeTelegram, needle: str) -> tuple[str, int, dict[str, str]]:
+    """The approval request showing ``needle``: its id, message id and buttons by decision."""
+    for message in fake.chat_messages(CHAT):
+        text = str(message.get("text") or "")
+        approval_id = request_id(text)
+        if "Approval needed" in text and needle in text and approval_id is not None:
+            rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
+            buttons = {b["callback_data"].rsplit("/", 1)[1]: b["callback_data"]
+                       for row in rows for b in row}  # fmt: skip
+            return approval_id, int(message["message_id"]), buttons
+    raise AssertionError(f"no request for {needle!r} in {texts(fake, CHAT)}")
+
+
+def _press(fake: FakeTelegram, needle: str, decision: str) -> None:
+    _, message_id, buttons = _request(fake, needle)
+    fake.push_callback_query(data=buttons[decision], chat_id=CHAT, message_id=message_id)
+
+
+async def test_a_request_waits_through_kill_9_and_the_tool_runs_once(tmp_path: Path) -> None:
+    with FakeOpenAIServer() as model, FakeTelegram() as fake:
+        config = _config(tmp_path, fake, model)
+        root = tmp_path / "state"
+        model.script(Reply(tool_calls=(write("a.txt", "alpha", "call_a"),)))
+        first = Daemon(config, "run1")
+        async with first.running():
+            fake.push_message("please write a.txt")
+            await wait_text(fake, CHAT, "Approval needed", within=START_S)
+            killed = await first.kill9()
+        assert written(root, "a.txt") == []
+
+        model.script(Reply(text="Saved a.txt after the restart."))
+        second = Daemon(config, "run2")
+        async with second.running():
+            _press(fake, "a.txt", "approve")
+            await wait_text(fake, CHAT, "Saved a.txt after the restart.", within=START_S)
+            resumed = (await model_requests(model, 2))[1]
+
+            # The resumed run cut off after the tool ran: answered once, the tool not rerun.
+            model.script(Reply(tool_calls=(write("b.txt", "beta", "call_b"),)), Hang())
+            fake.push_message("now write b.txt")
+            await wait_text(fake, CHAT, "b.txt")
+            _press(fake, "b.txt", "approve")
+            cut = (await model_requests(model, 4))[3]
+            cut_off = await second.kill9()
+        assert written(root, "b.txt") == ["beta"]
+        next(root.glob("threads/*/outputs/b.txt")).write_text("changed since")
+
+        model.script(Reply(text="Saved b.txt after all."))
+        third = Daemon(config, "run3")
+        async with third.running():
+            await wait_text(fake, CHAT, "Saved b.txt after all.", within=START_S)
+        shown = texts(fake, CHAT)
+    assert (killed, cut_off) == (-signal.SIGKILL, -signal.SIGKILL)
+    assert third.exit_code == 0, third.log.read_text()
+    assert written(root, "a.txt") == ["alpha"]
+    assert "Wrote outputs/a.txt" in tool_results(resumed)["call_a"]
+    assert "Wrote outputs/b.txt" in tool_results(cut)["call_b"]
+    assert written(root, "b.txt") == ["changed since"]  # not written again
+    assert sum("Saved a.txt after the restart." in text for text in shown) == 1, shown
+    assert sum("Saved b.txt after all." in text for text in shown) == 1, shown
+    assert [len(tool_results(r)) for r in model.requests] == [0, 1, 1, 2, 2], model.requests
