@@ -18,6 +18,7 @@ from typing import Any
 from bot.kernel import Kernel
 from bot.ports.approvals import Approval, approvals_of
 from tests.fakes.openai_server import FakeOpenAIServer, ReceivedRequest, ToolCall
+from tests.fakes.telegram_api import FakeTelegram
 
 WAIT_S = 15.0
 """Bound for one step of a conversation on a busy machine (never waited out when it works)."""
@@ -84,3 +85,27 @@ async def stored(kernel: Kernel, approval_id: str) -> Approval:
     found = await book.get(approval_id)
     assert found is not None, approval_id
     return found
+
+
+def telegram_request(fake: FakeTelegram, chat_id: int, needle: str) -> Request:
+    """The approval request showing ``needle`` in a Telegram chat, with its inline buttons'
+    callback data by decision."""
+    for message in fake.chat_messages(chat_id):
+        text = str(message.get("text") or "")
+        approval_id = request_id(text)
+        if APPROVAL_NEEDED in text and needle in text and approval_id is not None:
+            rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
+            data = [str(button["callback_data"]) for row in rows for button in row]
+            buttons = {payload.rsplit("/", 1)[-1]: payload for payload in data}
+            return Request(
+                id=approval_id, text=text, message_id=str(message["message_id"]), buttons=buttons
+            )
+    shown = [m.get("text") for m in fake.chat_messages(chat_id)]
+    raise AssertionError(f"no approval request for {needle!r} in {shown}")
+
+
+def press_on_telegram(fake: FakeTelegram, chat_id: int, request: Request, decision: str) -> None:
+    """The chat's user presses the request's ``decision`` button."""
+    fake.push_callback_query(
+        data=request.buttons[decision], chat_id=chat_id, message_id=int(request.message_id)
+    )

@@ -19,7 +19,8 @@ from tests.channels.telegram_support import texts, wait_text
 from tests.e2e_approvals.support import (
     gated_agent,
     model_requests,
-    request_id,
+    press_on_telegram,
+    telegram_request,
     tool_results,
     write,
     written,
@@ -76,22 +77,8 @@ class Daemon:
         return await asyncio.to_thread(self.process.wait, 30)
 
 
-def _request(fake: FakeTelegram, needle: str) -> tuple[str, int, dict[str, str]]:
-    """The approval request showing ``needle``: its id, message id and buttons by decision."""
-    for message in fake.chat_messages(CHAT):
-        text = str(message.get("text") or "")
-        approval_id = request_id(text)
-        if "Approval needed" in text and needle in text and approval_id is not None:
-            rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
-            buttons = {b["callback_data"].rsplit("/", 1)[1]: b["callback_data"]
-                       for row in rows for b in row}  # fmt: skip
-            return approval_id, int(message["message_id"]), buttons
-    raise AssertionError(f"no request for {needle!r} in {texts(fake, CHAT)}")
-
-
 def _press(fake: FakeTelegram, needle: str, decision: str) -> None:
-    _, message_id, buttons = _request(fake, needle)
-    fake.push_callback_query(data=buttons[decision], chat_id=CHAT, message_id=message_id)
+    press_on_telegram(fake, CHAT, telegram_request(fake, CHAT, needle), decision)
 
 
 async def test_a_request_waits_through_kill_9_and_the_tool_runs_once(tmp_path: Path) -> None:
