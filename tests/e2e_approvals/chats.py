@@ -109,9 +109,9 @@ class GroupChat(ABC):
         return found()[0]
 
 
-def _by_decision(payloads: dict[str, Any], payload_of: Callable[[Any], str]) -> dict[str, Any]:
+def _by_decision(buttons: list[Any], payload_of: Callable[[Any], str]) -> dict[str, Any]:
     """Buttons by the decision their payload (``a/<id>/<decision>``) ends in."""
-    return {payload_of(value).rsplit("/", 1)[-1]: value for value in payloads.values()}
+    return {payload_of(button).rsplit("/", 1)[-1]: button for button in buttons}
 
 
 # --------------------------------------------------------------------------- Telegram
@@ -150,8 +150,7 @@ class TelegramGroup(GroupChat):
         (message,) = [m for m in self.fake.chat_messages(self.CHAT)
                       if str(m["message_id"]) == message_id]  # fmt: skip
         rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
-        payloads = {b["text"]: b["callback_data"] for row in rows for b in row}
-        return _by_decision(payloads, str)
+        return _by_decision([b["callback_data"] for row in rows for b in row], str)
 
     @override
     async def _press(self, request: Request, decision: str, user: str) -> None:
@@ -199,7 +198,7 @@ class SlackGroup(GroupChat):
         message = self.fake.message(self.CHAT, message_id) or {}
         elements = [e for b in message.get("blocks") or () if b.get("type") == "actions"
                     for e in b.get("elements") or ()]  # fmt: skip
-        return _by_decision({e["action_id"]: e for e in elements}, lambda e: str(e["value"]))
+        return _by_decision(elements, lambda e: str(e["value"]))
 
     @override
     async def _press(self, request: Request, decision: str, user: str) -> None:
@@ -246,7 +245,7 @@ class FeishuGroup(GroupChat):
         message = self.fake.message(message_id)
         elements = [] if message is None else message.content["body"]["elements"]
         values = [e["behaviors"][0]["value"] for e in elements if e.get("tag") == "button"]
-        return _by_decision({str(i): v for i, v in enumerate(values)}, lambda v: str(v[VALUE_KEY]))
+        return _by_decision(values, lambda v: str(v[VALUE_KEY]))
 
     @override
     async def _press(self, request: Request, decision: str, user: str) -> None:
