@@ -92,7 +92,7 @@ def _answer_input(interrupts: Sequence[Any], answer: str) -> Command[Any] | None
 
 async def _decisions_input(
     graph: AgentGraph, config: RunnableConfig, decisions: Sequence[Decision]
-) -> Command[Any] | None | NothingToRun:
+) -> Command[Any] | NothingToRun | None:
     """Resume the pending approval request. With nothing pending, a run these decisions
     resumed that was cut off before it ended (a crash after the tool ran; recovery replays the
     press) goes on from its checkpoint, so its answer is not lost and no decided call runs
