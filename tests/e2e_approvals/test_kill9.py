@@ -1,8 +1,9 @@
-"""``switchboard run`` killed with -9 around an approval (design §11, §24), against the fake
+"""``switchboard run`` killed with -9 around approvals (design §11, §24), against the fake
 Telegram and the fake model, with the embedded agent and ``write_file`` waiting for a decision:
 a request waiting through a kill -9 is decided after the restart and the tool runs exactly once;
 a decision (a press, or a typed command) whose resumed run was cut off by a kill -9 after the
-tool ran answers once after the restart and does not run the tool again."""
+tool ran answers once after the restart and does not run the tool again. One conversation
+through three starts, since a cold start is most of the cost."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from tests.e2e_approvals.support import (
     write,
     written,
 )
+from tests.fakes.common.waiting import eventually
 from tests.fakes.openai_server import FakeOpenAIServer, Hang, Reply
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -72,6 +74,13 @@ class Daemon:
                     self.process.send_signal(signal.SIGTERM)
                 self.exit_code = await asyncio.to_thread(self.process.wait, 30)
 
+    async def turns_ended(self, outcome: str, count: int) -> None:
+        """Until ``count`` turns ended with ``outcome`` (their messages marked in the journal:
+        the daemon logs a turn's end after that)."""
+        await eventually(
+            lambda: self.log.read_text().count(f"outcome={outcome} ") >= count, START_S
+        )
+
     async def kill9(self) -> int:
         assert self.process is not None
         self.process.send_signal(signal.SIGKILL)
@@ -82,73 +91,56 @@ def _press(fake: FakeTelegram, chat_id: int, needle: str) -> None:
     press_on_telegram(fake, chat_id, telegram_request(fake, chat_id, needle), "approve")
 
 
-async def test_a_request_waits_through_kill_9_and_the_tool_runs_once(tmp_path: Path) -> None:
+async def _cut_off_two_runs(fake: FakeTelegram, model: FakeOpenAIServer) -> None:
+    """Requests in both chats, approved by a press in one and a typed ``/approve ID`` in the
+    other; returns once both tools ran and the model hangs on both resumed runs."""
+    for chat, name in ((CHAT, "b.txt"), (OTHER, "c.txt")):
+        model.script(Reply(tool_calls=(write(name, name, f"call_{name}"),)))
+        fake.push_message(f"{name} please", chat_id=chat, user_id=chat)
+        await wait_text(fake, chat, name, within=START_S)
+    model.script(Hang(), Hang())
+    _press(fake, CHAT, "b.txt")
+    typed = f"/approve {telegram_request(fake, OTHER, 'c.txt').id}"
+    fake.push_message(typed, chat_id=OTHER, user_id=OTHER)
+    await model_requests(model, 6)
+
+
+async def test_approvals_through_two_kill_9s_run_each_tool_once(tmp_path: Path) -> None:
+    """A request waits through a kill -9 and the press after the restart runs the tool once.
+    Then a press in one chat and a typed ``/approve ID`` in another resume runs whose tools ran
+    when a kill -9 cuts them off (the model hangs): after the restart each chat gets its answer
+    once (the fake model echoes the user's message) and neither tool runs again."""
     with FakeOpenAIServer() as model, FakeTelegram() as fake:
-        config = _config(tmp_path, fake, model)
-        root = tmp_path / "state"
+        config, root = _config(tmp_path, fake, model), tmp_path / "state"
+        runs = [Daemon(config, f"run{n}") for n in (1, 2, 3)]
         model.script(Reply(tool_calls=(write("a.txt", "alpha", "call_a"),)))
-        first = Daemon(config, "run1")
-        async with first.running():
+        async with runs[0].running():
             fake.push_message("please write a.txt")
             await wait_text(fake, CHAT, "Approval needed", within=START_S)
-            killed = await first.kill9()
+            await runs[0].turns_ended("approval", 1)  # its message handled: nothing to re-run
+            kills = [await runs[0].kill9()]
         assert written(root, "a.txt") == []
 
         model.script(Reply(text="Saved a.txt after the restart."))
-        second = Daemon(config, "run2")
-        async with second.running():
+        async with runs[1].running():
             _press(fake, CHAT, "a.txt")
             await wait_text(fake, CHAT, "Saved a.txt after the restart.", within=START_S)
-            resumed = (await model_requests(model, 2))[1]
-        shown = texts(fake, CHAT)
-    assert killed == -signal.SIGKILL
-    assert second.exit_code == 0, second.log.read_text()
-    assert written(root, "a.txt") == ["alpha"]
-    assert list(tool_results(resumed)) == ["call_a"]
-    assert "Wrote outputs/a.txt" in tool_results(resumed)["call_a"]
-    assert len(model.requests) == 2
-    assert sum("Saved a.txt after the restart." in text for text in shown) == 1, shown
-
-
-async def test_runs_cut_off_by_kill_9_after_the_decision_answer_once_without_rerunning_the_tool(
-    tmp_path: Path,
-) -> None:
-    """Approved by a press in one chat and by a typed ``/approve ID`` in another; both tools
-    ran and the model hangs when the daemon is killed. After the restart each chat gets its
-    answer (the fake model echoes the user's message) once, and neither tool runs again."""
-    with FakeOpenAIServer() as model, FakeTelegram() as fake:
-        config = _config(tmp_path, fake, model)
-        root = tmp_path / "state"
-        first = Daemon(config, "run1")
-        async with first.running():
-            for chat, name in ((CHAT, "b.txt"), (OTHER, "c.txt")):
-                model.script(Reply(tool_calls=(write(name, name, f"call_{name}"),)))
-                fake.push_message(f"{name} please", chat_id=chat, user_id=chat)
-                await wait_text(fake, chat, name, within=START_S)
-            model.script(Hang(), Hang())
-            _press(fake, CHAT, "b.txt")
-            fake.push_message(
-                f"/approve {telegram_request(fake, OTHER, 'c.txt').id}",
-                chat_id=OTHER,
-                user_id=OTHER,
-            )
-            await model_requests(model, 4)  # both tools ran; the model hangs on both
-            killed = await first.kill9()
+            await _cut_off_two_runs(fake, model)
+            kills.append(await runs[1].kill9())
         assert (written(root, "b.txt"), written(root, "c.txt")) == (["b.txt"], ["c.txt"])
-        for path in root.glob("threads/*/outputs/*.txt"):
-            path.write_text("changed since")
+        for name in ("b.txt", "c.txt"):
+            next(root.glob(f"threads/*/outputs/{name}")).write_text("changed since")
 
-        second = Daemon(config, "run2")
-        async with second.running():
+        async with runs[2].running():  # nothing scripted: the model echoes
             await wait_text(fake, CHAT, "b.txt please", within=START_S)
             await wait_text(fake, OTHER, "c.txt please", within=START_S)
         shown = {chat: texts(fake, chat) for chat in (CHAT, OTHER)}
-    assert killed == -signal.SIGKILL
-    assert second.exit_code == 0, second.log.read_text()
-    assert (written(root, "b.txt"), written(root, "c.txt")) == (
-        ["changed since"],
-        ["changed since"],
-    )
+    assert kills == [-signal.SIGKILL, -signal.SIGKILL]
+    assert runs[2].exit_code == 0, runs[2].log.read_text()
+    assert written(root, "a.txt") == ["alpha"]
+    assert "Wrote outputs/a.txt" in tool_results(model.requests[1])["call_a"]
+    assert written(root, "b.txt") == written(root, "c.txt") == ["changed since"]
+    assert sum("Saved a.txt after the restart." in text for text in shown[CHAT]) == 1, shown
     assert [text for text in shown[CHAT] if text == "b.txt please"] == ["b.txt please"], shown
     assert [text for text in shown[OTHER] if text == "c.txt please"] == ["c.txt please"], shown
-    assert len(model.requests) == 6, model.requests
+    assert len(model.requests) == 8, model.requests

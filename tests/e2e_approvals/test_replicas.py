@@ -26,6 +26,7 @@ from tests.e2e_approvals.support import (
     write,
     written,
 )
+from tests.fakes.common.waiting import eventually
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.postgres import fresh_schema, require_postgres
@@ -67,6 +68,14 @@ def _press_approve(fake: FakeTelegram, needle: str) -> str:
     return request.id
 
 
+async def _turns_ended(replica: Replica, outcome: str, count: int) -> None:
+    """Until ``count`` turns ended with ``outcome`` on ``replica`` (their messages marked in the
+    journal: a turn's end is logged after that)."""
+    await eventually(
+        lambda: replica.log.read_text().count(f"outcome={outcome} ") >= count, WITHIN_S
+    )
+
+
 def _decided_by(replicas: list[Replica], approval_id: str) -> list[str]:
     return [r.name for r in replicas if f"approval decided id={approval_id}" in r.log.read_text()]
 
@@ -90,6 +99,7 @@ async def test_a_press_through_either_replica_runs_the_call_once(tmp_path: Path)
                 model.script(Reply(tool_calls=(write("b.txt", "beta", "call_b"),)))
                 fake.push_message("now write b.txt")  # to r0
                 await wait_text(fake, CHAT, "b.txt", within=WITHIN_S)
+                await _turns_ended(holder, "approval", 2)  # nothing left for a takeover to re-run
                 assert await killed(holder) == -signal.SIGKILL
                 second = _press_approve(fake, "b.txt")  # to r1, which takes the chat over
                 model.script(Reply(text="Saved b.txt."))
