@@ -1,14 +1,17 @@
 """Decisions replayed on a run they already resumed (design §11, §24), in the embedded backend:
-a run cut off after its approved call ran goes on from its checkpoint, answering once without
-running the call again; decisions on a thread that waits for a question change nothing."""
+a run stopped after its approved call ran goes on from its checkpoint, answering once without
+running the call again; decisions on a thread that waits for a question change nothing. (The
+kill -9 itself is in ``test_kill9.py``.)"""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
+
+import pytest
 
 from agent.embedded import EmbeddedBackend
 from bot.approvals.config import ToolApproval
+from bot.errors import AgentError
 from bot.ports import ClarificationRequest
 from bot.ports.agent import Decision
 from tests.agent.support import (
@@ -21,24 +24,25 @@ from tests.agent.support import (
     turn,
 )
 from tests.e2e_approvals.support import model_requests, tool_results, write, written
-from tests.fakes.openai_server import FakeOpenAIServer, Hang, Reply, ToolCall
+from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply, ToolCall
 
 APPROVE = Decision(type="approve")
 
 
-async def test_a_run_cut_off_after_the_approved_call_goes_on_without_running_it_again(
+async def test_a_run_stopped_after_the_approved_call_goes_on_without_running_it_again(
     tmp_path: Path,
 ) -> None:
+    """The model fails right after the approved call ran (where a crash would also leave the
+    run: the call's result checkpointed, the model not yet answered); the decisions, replayed
+    on a fresh backend as after a restart, continue the run instead of doing nothing."""
     with FakeOpenAIServer() as model:
         settings = model_settings(tmp_path, model.base_url, gated={"write_file": ToolApproval()})
-        model.script(Reply(tool_calls=(write("a.txt", "alpha", "call_a"),)), Hang())
+        model.script(Reply(tool_calls=(write("a.txt", "alpha", "call_a"),)), ErrorReply(status=500))
         async with EmbeddedBackend(settings, max_retries=0) as first:
             thread = await first.create_thread()
             approval(await collect(first.run(thread, turn("write a.txt"))))
-            resumed = asyncio.create_task(collect(first.run(thread, decide(APPROVE))), name="cut")
-            await model_requests(model, 2)  # the call ran; the model is asked, and hangs
-            resumed.cancel()
-            await asyncio.gather(resumed, return_exceptions=True)
+            with pytest.raises(AgentError):
+                await collect(first.run(thread, decide(APPROVE)))
         (tmp_path / "threads" / thread / "outputs" / "a.txt").write_text("changed since")
         model.script(Reply(text="Saved."))
         async with EmbeddedBackend(settings, max_retries=0) as second:
