@@ -30,6 +30,7 @@ from bot.hub import ChannelHub
 from bot.kernel import Kernel, build_kernel
 from bot.kernel.options import DaemonOptions, MountFactory, Overrides
 from bot.lifecycle import shutdown_step
+from bot.messages import utc_now
 from bot.ops.http import HttpServer, ListenError, RouteTable
 from bot.ops.instance_lock import InstanceLock
 from bot.ops.kernel_tasks import KernelTasks, Loop
@@ -146,6 +147,7 @@ class Daemon:
                 reloader.reload,
                 replica_id=heartbeat.replica.id,
                 spawn=self.kernel_tasks.ensure,
+                usage_clock=self.options.overrides.usage_clock or utc_now,
             )
             channels = self._channels = DaemonChannels(
                 routes=routes, factories=self._channel_factories(routes, kernel)

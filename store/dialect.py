@@ -88,6 +88,9 @@ class Dialect:
     """The start (UTC) of the hour of ``{}`` (a time), read back as a time column."""
     day_start: str
     """The start (UTC) of the day of ``{}`` (a time), read back as a time column."""
+    try_lock: str
+    """Run in a transaction: one row whose ``held`` says whether the transaction now holds
+    the lock named by the one parameter, until it ends (another holds it: false)."""
 
 
 SQLITE = Dialect(
@@ -102,6 +105,8 @@ SQLITE = Dialect(
     chat_leases=False,
     hour_start="(substr({}, 1, 13) || ':00:00.000000+00:00')",
     day_start="(substr({}, 1, 10) || 'T00:00:00.000000+00:00')",
+    try_lock="SELECT ? IS NOT NULL AS held",
 )
 """SQLite: times are ISO text, lists are JSON text (read with ``json_each``); a time's hour
-and day are a prefix of its text (``store.codec``'s fixed shape), completed to a time."""
+and day are a prefix of its text (``store.codec``'s fixed shape), completed to a time. A
+write transaction (``BEGIN IMMEDIATE``) excludes every other writer: its lock is always held."""

@@ -1,16 +1,19 @@
 """``UsageStore`` over any ``Backend`` (design §25): one SQL implementation for SQLite and
 PostgreSQL.
 
-A turn's rows (one per model) go in in one transaction, the turn counted once, on its first
-row: by model, a turn that used two models counts under the first. Cost is kept in
-billionths (``cost_nanos``), so sums, and sums of sums after folding, are exact.
+A turn's calls go in as the agent reports them, each report's rows (one per model) in one
+transaction; the turn is counted once, on the row of its first call: by model, a turn that
+used two models counts under the first it called. Cost is kept in billionths
+(``cost_nanos``), so sums, and sums of sums after folding, are exact.
 
-``fold`` replaces the per-turn rows before a time by one row per day, channel, account, chat,
-user and model, in one transaction: every total is the same before and after (to the day: a
-folded row's time is its day's start, UTC). The rows it deletes are those it summed, bounded
-by the largest id it saw; a row stamped before ``before`` committed by another replica in
-between would be lost, and turn rows are stamped with the turn's time, weeks after any fold
-cutoff.
+``fold`` replaces the per-turn rows before a time by one row per UTC day, channel, account,
+chat, user and model, a day per transaction: every total is the same before and after each
+(to the day: a folded row's time is its day's start), and SQLite's writers (the journal) wait
+for one day's fold at most, not for weeks' of them. A day's sums are inserted, then its rows
+deleted, by one replica at a time (``Dialect.try_lock``; a replica finding another folding
+stops): two replicas each summing the rows before either deleted them would count them
+twice. A turn's row stamped before the cutoff and committed between the two statements would
+be deleted unsummed; a turn's rows are stamped with its own time, days after any cutoff.
 
 ``hit`` counts a user's messages per minute in ``usage_hits`` (one upsert ``... RETURNING``,
 so replicas on PostgreSQL count together) and drops that user's earlier minutes: only the
@@ -20,7 +23,7 @@ current one is ever read, and the table keeps one row per user who wrote.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Final
 
 from typing_extensions import override
@@ -42,19 +45,19 @@ GROUPS: Final[dict[UsageDimension, tuple[str, ...]]] = {
     "model": ("model",),
 }
 """The columns of each grouping; users and chats are qualified by their channel."""
-_SUMMED: Final = (
+SUMMED: Final = (
     "turns", "calls", "unreported_calls", "input_tokens", "output_tokens", "cached_tokens",
     "cost_nanos",
 )  # fmt: skip
-_SUMS: Final = ", ".join(f"CAST(coalesce(sum({c}), 0) AS BIGINT) AS {c}" for c in _SUMMED)
+_SUMS: Final = ", ".join(f"CAST(coalesce(sum({c}), 0) AS BIGINT) AS {c}" for c in SUMMED)
 _LARGEST_FIRST: Final = "sum(input_tokens) + sum(output_tokens) DESC"
 _DIMENSIONS: Final = "channel, account_id, chat_id, user_id, thread_id, model, correlation_id"
 _INSERT: Final = (
-    f"INSERT INTO usage (at, day, {_DIMENSIONS}, {', '.join(_SUMMED)}, folded)"  # noqa: S608
+    f"INSERT INTO usage (at, day, {_DIMENSIONS}, {', '.join(SUMMED)}, folded)"  # noqa: S608
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, FALSE)"
 )
 _FOLDED_BY: Final = "day, channel, account_id, chat_id, user_id, model"
-_DETAIL_BEFORE: Final = "NOT folded AND at < ? AND id <= ?"
+_SUMS_OF_ROWS: Final = ", ".join(f"sum({c})" for c in SUMMED)
 _HIT: Final = (
     "INSERT INTO usage_hits (channel, user_id, minute, count) VALUES (?, ?, ?, 1)"
     " ON CONFLICT (channel, user_id, minute) DO UPDATE SET count = usage_hits.count + 1"
@@ -119,9 +122,11 @@ class SqlUsageStore(UsageStore):
         return self._db.dialect.columns(row)
 
     @override
-    async def record(self, records: list[UsageRecord]) -> None:
+    async def record(self, records: list[UsageRecord], *, counts_turn: bool = True) -> None:
         time = self._db.dialect.time
-        values = [row_values(r, first=n == 0, time=time) for n, r in enumerate(records)]
+        values = [
+            row_values(r, first=counts_turn and n == 0, time=time) for n, r in enumerate(records)
+        ]
         if not values:
             return
         async with self._db.transaction() as tx:
@@ -178,23 +183,39 @@ class SqlUsageStore(UsageStore):
 
     @override
     async def fold(self, before: datetime) -> int:
-        cutoff = self._db.dialect.time(before)
-        day_start = self._db.dialect.day_start.format("min(at)")
-        summed = ", ".join(f"sum({c})" for c in _SUMMED)
+        dialect = self._db.dialect
+        cutoff = to_utc(before)
+        days = await self._db.rows(
+            f"SELECT DISTINCT {dialect.day_start.format('at')} AS start FROM usage"  # noqa: S608
+            " WHERE NOT folded AND at < ? ORDER BY start",
+            (dialect.time(cutoff),),
+        )
+        folded = 0
+        for day in days:
+            start = self._cols(day).at("start")
+            rows = await self._fold_day(start, min(start + timedelta(days=1), cutoff))
+            if rows is None:
+                break  # another replica is folding
+            folded += rows
+        return folded
+
+    async def _fold_day(self, start: datetime, end: datetime) -> int | None:
+        """Fold the per-turn rows from ``start`` to ``end`` (one day's at most); ``None``
+        when another replica holds the fold lock."""
+        dialect = self._db.dialect
+        span = (dialect.time(start), dialect.time(end))
         async with self._db.transaction() as tx:
-            row = await tx.row(
-                "SELECT max(id) AS last FROM usage WHERE NOT folded AND at < ?", (cutoff,)
-            )
-            last = None if row is None else self._cols(row).value("last")
-            if last is None:
-                return 0
+            row = await tx.row(dialect.try_lock, ("usage fold",))
+            if row is None or not dialect.columns(row).value("held"):
+                return None
             await tx.execute(
-                f"INSERT INTO usage (at, {_FOLDED_BY}, thread_id, correlation_id,"  # noqa: S608
-                f" {', '.join(_SUMMED)}, folded) SELECT {day_start}, {_FOLDED_BY}, '', '',"
-                f" {summed}, TRUE FROM usage WHERE {_DETAIL_BEFORE} GROUP BY {_FOLDED_BY}",
-                (cutoff, last),
+                f"INSERT INTO usage (at, {_FOLDED_BY}, {', '.join(SUMMED)}, thread_id,"  # noqa: S608
+                f" correlation_id, folded) SELECT {dialect.day_start.format('min(at)')},"
+                f" {_FOLDED_BY}, {_SUMS_OF_ROWS}, '', '', TRUE FROM usage"
+                f" WHERE NOT folded AND at >= ? AND at < ? GROUP BY {_FOLDED_BY}",
+                span,
             )
-            return await tx.write(f"DELETE FROM usage WHERE {_DETAIL_BEFORE}", (cutoff, last))  # noqa: S608
+            return await tx.write("DELETE FROM usage WHERE NOT folded AND at >= ? AND at < ?", span)
 
     @override
     async def purge(self, before: datetime) -> int:

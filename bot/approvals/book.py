@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from bot.approvals.config import ApprovalSettings
 from bot.approvals.metrics import ApprovalMetrics
@@ -94,6 +95,11 @@ class ApprovalBook:
     @property
     def available(self) -> bool:
         return self._store is not None
+
+    @property
+    def metrics(self) -> ApprovalMetrics:
+        """The daemon's approval metrics (an operator surface in the daemon counts into them)."""
+        return self._metrics
 
     def _config(self) -> ApprovalSettings:
         return self._settings().agent.approvals
@@ -195,8 +201,10 @@ class ApprovalBook:
         await self._audit.record(person.ref, f"approval.{decided.state.value}", detail)
         logger.info("approval decided id=%s outcome=%s", approval.id, decided.state.value)
         await self._show_decided(approval.id)
-        resumption, run = await self._claim(approval.run_id)
         text = f"{_verb(decided.state)} {approval.tool} (ID {approval.id})."
+        if person.operator:  # no lane here to resume in: the sweep of the chat's holder does
+            return Verdict(text=text, decided=True)
+        resumption, run = await self._claim(approval.run_id)
         return Verdict(text=text, decided=True, resumption=resumption, run=run)
 
     def _refusal(self, approval: Approval, decision: Decision, person: Person) -> str | None:
@@ -347,9 +355,22 @@ def _edited_args(approval: Approval, decision: Decision) -> str | ValueError:
         return ValueError("the new arguments are not valid JSON (send a JSON object)")
     if not isinstance(edited, dict):
         return ValueError('the new arguments must be a JSON object, e.g. {"path": "a.txt"}')
-    original = loads_args(approval.args)
-    merged = {k: original.get(k) if v == MASK and k in original else v for k, v in edited.items()}
+    merged = _unmasked(edited, loads_args(approval.args))
     return json.dumps(merged, ensure_ascii=False, sort_keys=True)
+
+
+def _unmasked(edited: dict[str, Any], original: dict[str, Any]) -> dict[str, Any]:
+    """``•••`` replaced by the original value, in nested objects too (they are masked there)."""
+    merged: dict[str, Any] = {}
+    for name, value in edited.items():
+        before = original.get(name)
+        if value == MASK and name in original:
+            merged[name] = before
+        elif isinstance(value, dict) and isinstance(before, dict):
+            merged[name] = _unmasked(value, before)
+        else:
+            merged[name] = value
+    return merged
 
 
 def _decision_of(approval: Approval) -> Decision:

@@ -3,7 +3,8 @@
 Each module adds its subcommands: ``daemon`` (run, chat, check, init; ``probes`` answers
 ``check --online``), ``operator.parsers`` (status, conversations, trace, users, audit, outbox,
 pairing; handlers in ``operator/``), ``operator.usage`` (usage), ``operator.console_url``
-(console-url) and ``service`` (systemd units; their text is ``unit``).
+(console-url), ``operator.approvals`` (approvals) and ``service`` (systemd units; their text
+is ``unit``).
 
 Every parser is a ``CliParser``: an argument a subcommand does not take is reported with that
 subcommand's usage (argparse alone blames the top-level command). A reader that goes away
@@ -31,6 +32,7 @@ COMMAND_MODULES = (
     "bot.cli.operator.parsers",
     "bot.cli.operator.usage",
     "bot.cli.operator.console_url",
+    "bot.cli.operator.approvals",
     "bot.cli.service",
 )
 

@@ -154,9 +154,10 @@ def _check(path: Path, settings: Settings, *, as_json: bool, online: bool) -> in
         if model.offline
         else f"{model.name} at {redact_url(model.base_url)}",
     }
+    from bot.cli.check_features import feature_findings  # noqa: PLC0415 - keep `run` light
     from bot.cli.check_findings import offline_findings  # noqa: PLC0415 - keep `run` light
 
-    findings = offline_findings(settings, program())
+    findings = [*offline_findings(settings, program()), *feature_findings(settings)]
     probes, online_warnings = asyncio.run(_online_checks(settings)) if online else ([], [])
     probes = [replace(probe, detail=redact_urls(probe.detail)) for probe in probes]
     if probes:

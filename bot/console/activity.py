@@ -11,8 +11,8 @@ found its answer recorded; as an error when it ``failed``. The latency lines are
 
 Waiting at a bucket's end: the messages received by then and not finished by then (from the
 window's messages; older ones still open are not counted). The outbox's lag: per bucket of
-rows made, the p95 of made → sent, or → now for a row still pending. Nothing records model
-tokens yet: the series says so rather than guess.
+rows made, the p95 of made → sent, or → now for a row still pending. Model tokens come from
+the usage store, not the journal: ``usage_series`` charts them.
 """
 
 from __future__ import annotations
@@ -30,10 +30,6 @@ POINTS_LOOKED_AT: Final = 20_000
 """The newest messages (and outbox rows) of the window the charts read; a busier window shows
 its newest part."""
 ANSWERED_REASONS: Final = ("command /", "answer recorded")
-TOKENS_NOTE: Final = (
-    "Model tokens per hour: not recorded yet (no part of the daemon counts the model's tokens,"
-    " so there is nothing to chart)"
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,8 +124,6 @@ def series(
         "waiting": _waiting(points, start, step, count),
         "outbox_lag": lag,
         "outbox_oldest_pending_s": oldest,
-        "tokens": None,
-        "tokens_note": TOKENS_NOTE,
         "truncated": len(points) >= POINTS_LOOKED_AT,
     }
 

@@ -17,11 +17,13 @@ from aiohttp import web
 
 from bot.console import (
     pages_access,
+    pages_approvals,
     pages_conversations,
     pages_misc,
     pages_outbox,
     pages_overview,
     pages_trace,
+    pages_usage,
 )
 from bot.console.auth import COOKIE_NAME, Revocations, Session, SessionSigner
 from bot.console.context import ConsoleDeps
@@ -40,6 +42,7 @@ STATIC_FILES: Final = (
     "uPlot.min.css",
     "console.css",
     "console.js",
+    "usage.js",
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -76,7 +79,9 @@ class Console:
             pages_trace,
             pages_outbox,
             pages_access,
+            pages_approvals,
             pages_misc,
+            pages_usage,
         ):
             module.add_routes(sub.router)
         app.router.add_get(PREFIX, _to_overview)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from bot.approvals.metrics import ApprovalMetrics
 from bot.config.settings import Settings
 from bot.hub import ChannelHub
 from bot.ports import Store
@@ -37,3 +38,5 @@ class ConsoleDeps:
     live: LiveCounts | None = None
     repoll: Callable[[], None] | None = None
     """Tell this replica's outbox to look at the store now (after a retry)."""
+    approval_metrics: ApprovalMetrics | None = None
+    """The daemon's approval metrics: a decision made here counts there too."""

@@ -24,7 +24,9 @@ NAV: Final = (
     ("trace", "/console/trace", "Trace"),
     ("outbox", "/console/outbox", "Outbox"),
     ("access", "/console/access", "Access"),
+    ("approvals", "/console/approvals", "Approvals"),
     ("schedules", "/console/schedules", "Schedules"),
+    ("usage", "/console/usage", "Usage"),
     ("audit", "/console/audit", "Audit"),
 )
 

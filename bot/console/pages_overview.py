@@ -1,7 +1,8 @@
 """``/console/``: channels (their state coloured, with a readable reason), replicas and their
 chats, queues, running turns, the outbox, the newest messages (``/console/partials/overview``
 refreshes them every few seconds) and the charts, in all and per channel
-(``/console/api/activity?window=hour|day``)."""
+(``/console/api/activity?window=hour|day``), with the model tokens of the last 24 clock
+hours from the usage store (``tokens``: ``null`` when the store records no usage)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from bot.console.activity import POINTS_LOOKED_AT, TOKENS_NOTE, WINDOWS, series
+from bot.console.activity import POINTS_LOOKED_AT, WINDOWS, series
 from bot.console.channel_states import channel_view
 from bot.console.context import ConsoleDeps
 from bot.console.pages import deps, page
 from bot.console.render import render
+from bot.console.usage_series import DAY_OF_TOKENS, read_series, tokens_per_hour
 from bot.operator.labels import REPLICA_HEADERS, replica_cells
 from bot.ports.activity import journal_window_of
+from bot.ports.usage import usage_of
 from bot.records import InboundStatus
 
 RECENT_MESSAGES = 15
@@ -57,7 +60,8 @@ async def live_facts(found: ConsoleDeps) -> dict[str, object]:
 
 async def _overview(request: web.Request) -> web.Response:
     facts = await live_facts(deps(request))
-    return page(request, "overview.html", "overview", tokens_note=TOKENS_NOTE, **facts)
+    recorded = usage_of(deps(request).store) is not None
+    return page(request, "overview.html", "overview", usage_recorded=recorded, **facts)
 
 
 async def _live(request: web.Request) -> web.Response:
@@ -75,4 +79,9 @@ async def _activity(request: web.Request) -> web.Response:
     points = await journal.points(now - window.span, POINTS_LOOKED_AT)
     deliveries = await journal.deliveries(now - window.span, POINTS_LOOKED_AT)
     data = series(points, deliveries, window, now)
+    usage = usage_of(deps(request).store)
+    tokens = None
+    if usage is not None:
+        tokens = tokens_per_hour(await read_series(usage, DAY_OF_TOKENS, now, UTC))
+    data["tokens"] = tokens
     return web.json_response(data, headers={"Cache-Control": "no-store"})

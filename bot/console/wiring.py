@@ -59,6 +59,7 @@ def daemon_console(
         replica_id=replica_id,
         live=KernelCounts(kernel),
         repoll=kernel.delivery.outbox.repoll,
+        approval_metrics=kernel.conversations.approvals.book.metrics,
     )
     host, port = current.http.host, current.http.port
     logger.info("operator console at http://%s:%s/console/", host, port)

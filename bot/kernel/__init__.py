@@ -7,6 +7,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from bot.approvals.assembly import Approvals, assemble_approvals
 from bot.commands import CommandRegistry, default_registry
@@ -18,6 +19,7 @@ from bot.fleet.assembly import FleetParts, assemble_fleet
 from bot.fleet.ownership import Spawn
 from bot.hub import ChannelHub, ChannelState
 from bot.kernel.route import ConversationParts, RouterDeps, route_steps
+from bot.messages import utc_now
 from bot.metrics import Counters
 from bot.ops.channel_calls import Deadlines, close_within, stop_intake_within
 from bot.ops.housekeeping import Housekeeping
@@ -119,11 +121,13 @@ def build_kernel(  # noqa: PLR0913 - what the kernel is built around
     *,
     replica_id: str,
     spawn: Spawn,
+    usage_clock: Callable[[], datetime] = utc_now,
 ) -> Kernel:
     """The kernel; channels join with ``add_channel``. ``reload`` serves ``/reload``;
     ``replica_id`` is this daemon among the store's replicas; ``spawn`` starts a kernel task
-    unless one of that name runs (the daemon's ``KernelTasks.ensure``)."""
-    ground = Ground(settings=settings, store=store, agent=agent, hub=hub)
+    unless one of that name runs (the daemon's ``KernelTasks.ensure``); ``usage_clock`` is
+    now for budgets, the message rate and the usage meter."""
+    ground = Ground(settings=settings, store=store, agent=agent, hub=hub, usage_clock=usage_clock)
     delivery = assemble_delivery(settings, store, hub, replica_id=replica_id)
     hub.listeners.append(functools.partial(_count_reconnects, delivery.counters))
     hub.listeners.append(ListenWarnings(settings, hub))
@@ -185,6 +189,7 @@ class Ground:
     store: Store
     agent: AgentBackend
     hub: ChannelHub
+    usage_clock: Callable[[], datetime] = utc_now
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -224,7 +229,7 @@ def assemble_conversations(
     hooks = TurnHooks(
         ask_approval=approvals.ask,
         moved_on=approvals.book.moved_on,
-        used=turn_meter(settings, store, delivery.counters.registry),
+        used=turn_meter(settings, store, delivery.counters.registry, clock=ground.usage_clock),
     )
     parts = TurnParts(sessions=sessions, clarifications=clarifications, tools=tools, hooks=hooks)
     lanes = _lanes(ground, delivery, parts)
@@ -255,7 +260,10 @@ def assemble_conversations(
         bus=inbound.bus,
         intake=inbound.intake,
         router=Router(
-            inbound.bus, store, delivery.counters, route_steps(route, takeover, approvals)
+            inbound.bus,
+            store,
+            delivery.counters,
+            route_steps(route, takeover, approvals, usage_clock=ground.usage_clock),
         ),
         sessions=sessions,
         lanes=lanes,

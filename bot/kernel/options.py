@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from bot.config.settings import Settings
@@ -25,6 +26,9 @@ class Overrides:
     channels: Sequence[Channel] | None = None
     agent: AgentBackend | None = None
     store: Store | None = None
+    usage_clock: Callable[[], datetime] | None = None
+    """What budgets, the message rate and the usage meter take as now (``None``: the time);
+    tests move it to the next day."""
 
 
 @dataclass(kw_only=True)

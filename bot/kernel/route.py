@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from bot.approvals.assembly import Approvals
 from bot.commands.registry import CommandEnv
@@ -13,6 +14,7 @@ from bot.commands.routing import AnswerCommand, ChatCommands, ParseCommand, stop
 from bot.config.settings import Settings
 from bot.delivery.outbox import Outbox
 from bot.hub import ChannelHub
+from bot.messages import utc_now
 from bot.metrics import Counters
 from bot.pipeline.access import AccessControl, pairing_evictions
 from bot.pipeline.addressing import Addressing, Unaddressed
@@ -55,9 +57,14 @@ class RouterDeps:
 
 
 def route_steps(
-    deps: RouterDeps, takeover: Takeover, approvals: Approvals
+    deps: RouterDeps,
+    takeover: Takeover,
+    approvals: Approvals,
+    *,
+    usage_clock: Callable[[], datetime] = utc_now,
 ) -> tuple[RouteStep, ...]:
-    """The route, top to bottom: the first step with an outcome ends a message's route."""
+    """The route, top to bottom: the first step with an outcome ends a message's route;
+    ``usage_clock`` is now for the message rate and budgets."""
     talk, settings, hub = deps.conversations, deps.settings, deps.hub
     actions = RouteActions(
         settings, deps.store, hub=hub, outbox=deps.outbox, lanes=talk.lanes, sessions=talk.sessions
@@ -85,7 +92,7 @@ def route_steps(
         Unaddressed(addressing, heard, actions),
         ConversationKeys(talk.sessions),
         HeldByHumans(takeover),
-        usage_gate(settings, deps.store, role_of=access.role, actions=actions),
+        usage_gate(settings, deps.store, role_of=access.role, actions=actions, clock=usage_clock),
         SubmitTurn(heard, actions),
     )
 

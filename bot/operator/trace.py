@@ -13,13 +13,16 @@ turn are shown, each with every platform call made for it.
 push's delivery id is one too). ``message_cells`` and ``message_json`` list the newest journal
 entries with both ids (``switchboard conversations --messages``), so an operator can find one.
 
+A feature adds what it knows of an entry's turn below it (``more``, by journal entry id): the
+approvals it paused for (``bot.approvals.views``), which the CLI and the console look up.
+
 Every line of the text form is escaped (``escape_controls``): ids, reasons and file names
 come from strangers and the model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -59,6 +62,15 @@ class MessageTrace:
     def decisions(self) -> tuple[str, ...]:
         """The dedupe decision for every delivery of this message, in order."""
         return (ACCEPTED, *(DUPLICATE,) * self.entry.duplicates)
+
+    @property
+    def correlations(self) -> tuple[str, ...]:
+        """The message's own correlation id and its answering turn's (often the same)."""
+        return _correlations(self.entry, self.answered_by)
+
+
+def _correlations(entry: JournalEntry, answered_by: str | None) -> tuple[str, ...]:
+    return tuple(dict.fromkeys([entry.correlation_id, answered_by or entry.correlation_id]))
 
 
 def answering_turn(reason: str | None) -> str | None:
@@ -108,9 +120,8 @@ async def trace_reference(store: Store, ref: str, channel: str | None) -> Refere
 
 async def _trace_entry(store: Store, entry: JournalEntry) -> MessageTrace:
     answered_by = answering_turn(entry.reason)
-    correlations = dict.fromkeys([entry.correlation_id, answered_by or entry.correlation_id])
     rows: dict[int, OutboxRow] = {}
-    for correlation in correlations:
+    for correlation in _correlations(entry, answered_by):
         rows.update((row.id, row) for row in await store.outbox.for_correlation(correlation))
     traced = [
         RowTrace(row=row, calls=tuple(await store.outbox.attempts(row.id)))
@@ -170,18 +181,26 @@ def trace_json(trace: MessageTrace) -> JsonObject:
     }
 
 
-def reference_json(found: ReferenceTrace) -> JsonObject:
-    """``message_id`` is the id asked for, whichever it matched (as before ``ref``)."""
+def reference_json(
+    found: ReferenceTrace, more: Mapping[int, JsonObject] | None = None
+) -> JsonObject:
+    """``message_id`` is the id asked for, whichever it matched (as before ``ref``);
+    ``more``: what a feature adds to an entry (by journal entry id), e.g. its approvals."""
+    more = more or {}
     return {
         "message_id": found.ref,
         "ref": found.ref,
         "matched": str(found.matched),
-        "entries": [trace_json(trace) for trace in found.traces],
+        "entries": [{**trace_json(t), **more.get(t.entry.id, {})} for t in found.traces],
     }
 
 
-def reference_text(found: ReferenceTrace) -> str:
-    traced = "\n\n".join(trace_text(trace) for trace in found.traces)
+def reference_text(found: ReferenceTrace, more: Mapping[int, Sequence[str]] | None = None) -> str:
+    """``more``: escaped lines a feature adds under an entry (by journal entry id)."""
+    more = more or {}
+    traced = "\n\n".join(
+        "\n".join([trace_text(trace), *more.get(trace.entry.id, ())]) for trace in found.traces
+    )
     if found.matched is Matched.MESSAGE_ID:
         return traced
     heading = (

@@ -42,13 +42,17 @@ async def _nothing(*_args: object) -> None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnUsage:
-    """What a turn's model calls used, for the usage meter (design §25)."""
+    """What one model call of a turn used, for the usage meter (design §25): reported as the
+    agent reports it, before the run goes on, so a turn cut short (a crash, a timeout, a
+    stop) still counts every call the provider served."""
 
     key: ConversationKey
     user_id: str
     thread_id: str
     correlation_id: str
-    calls: tuple[ModelUsage, ...]
+    call: ModelUsage
+    first: bool
+    """The run's first call: its row counts the turn."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,7 +64,7 @@ class TurnHooks:
     moved_on: Callable[[str], Awaitable[None]] = _nothing
     """A user's message starts a turn on the thread: a run paused there cannot resume."""
     used: Callable[[TurnUsage], Awaitable[None]] = _nothing
-    """The turn's model usage, once it ends (however it ends)."""
+    """Each model call's usage, as the agent reports it (however the turn then ends)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -196,7 +196,7 @@ class TurnRunner:
         try:
             if request.restarted:  # inside: a withdrawal may cancel it right away
                 await revised.adopt_placeholder(stream, self._store, ctx.correlation_id)
-            return await self._consume(scope, turn)
+            return await self._events(scope, turn)
         except asyncio.CancelledError:
             await self._cancelled(scope, token)
             raise
@@ -214,30 +214,24 @@ class TurnRunner:
             await self._fail(scope, "something went wrong on our side")
             return "error"
 
-    async def _consume(self, scope: _Scope, turn: Turn) -> str:
-        calls: list[ModelUsage] = []
-        try:
-            return await self._events(scope, turn, calls)
-        finally:
-            if calls:
-                await asyncio.shield(self._used(scope, tuple(calls)))
-
-    async def _events(self, scope: _Scope, turn: Turn, calls: list[ModelUsage]) -> str:
+    async def _events(self, scope: _Scope, turn: Turn) -> str:
         timeout_s = self._settings().agent.run_timeout_s
         final: FinalAnswer | None = None
+        reported = 0
         try:
             async with asyncio.timeout(timeout_s):
                 await self._agent.ready()  # a crash while it loads does not count (design §11)
                 await self._mark_turn(scope.request, scope.replies.ctx.correlation_id)
-                if scope.request.resumed is None and scope.request.answered is None:
+                if scope.request.resumed is None:  # a message or an answer moves it on
                     await self._hooks.moved_on(scope.thread_id)
                 scope.stream.start()  # progress shows once the agent run begins
                 async with contextlib.aclosing(self._agent.run(scope.thread_id, turn)) as events:
                     async for event in events:
                         if isinstance(event, TextDelta):
                             scope.stream.add_text(event.text)
-                        elif isinstance(event, ModelUsage):
-                            calls.append(event)
+                        elif isinstance(event, ModelUsage):  # recorded before the run goes on
+                            await asyncio.shield(self._used(scope, event, first=not reported))
+                            reported += 1
                         elif isinstance(event, ClarificationRequest):
                             await self._ask(scope, event)
                             return "asked"
@@ -258,14 +252,15 @@ class TurnRunner:
         await self._deliver(scope, final)
         return "ok"
 
-    async def _used(self, scope: _Scope, calls: tuple[ModelUsage, ...]) -> None:
+    async def _used(self, scope: _Scope, call: ModelUsage, *, first: bool) -> None:
         request = scope.request
         usage = TurnUsage(
             key=request.key,
             user_id=asker_of(request),
             thread_id=scope.thread_id,
             correlation_id=scope.replies.ctx.correlation_id,
-            calls=calls,
+            call=call,
+            first=first,
         )
         try:
             await self._hooks.used(usage)

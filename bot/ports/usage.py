@@ -4,10 +4,12 @@ thread and model, summed for ``/usage``, ``switchboard usage``, the console and 
 Kept beside the Store port (as ``bot/ports/schedules.py`` is), so a store without usage still
 works: nothing is counted and no budget holds.
 
-Rows are per turn and model for ``usage.detail_days``, then folded into one row per day and
-dimension (channel, chat, user, model), so the table stays small at a million turns while
-every total stays exact. Dimensions are stored as written: ``user`` and ``chat`` are
-platform ids, qualified by ``channel`` wherever they are shown or grouped.
+Rows are per model call of a turn, recorded as the agent reports each (so a turn cut short
+by a crash still counts the calls the provider served), for ``usage.detail_days``, then
+folded into one row per day and dimension (channel, chat, user, model), so the table stays
+small at a million turns while every total stays exact. Dimensions are stored as written:
+``user`` and ``chat`` are platform ids, qualified by ``channel`` wherever they are shown or
+grouped.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ Bucket = Literal["hour", "day"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UsageRecord:
-    """One turn's usage of one model: its calls summed."""
+    """Usage of one model in a turn: the calls reported together, summed."""
 
     at: datetime
     channel: str
@@ -77,8 +79,9 @@ class UsageFilter:
 
 
 class UsageStore(Protocol):
-    async def record(self, records: list[UsageRecord]) -> None:
-        """Add a turn's rows (one per model) in one transaction."""
+    async def record(self, records: list[UsageRecord], *, counts_turn: bool = True) -> None:
+        """Add rows of one turn (one per model) in one transaction; the first counts the turn
+        unless ``counts_turn`` is false (the turn's later calls, recorded as they come)."""
         ...
 
     async def totals(

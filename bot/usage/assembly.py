@@ -50,15 +50,20 @@ def usage_gate(
 
 
 def turn_meter(
-    settings: Callable[[], Settings], store: Store, registry: CollectorRegistry
+    settings: Callable[[], Settings],
+    store: Store,
+    registry: CollectorRegistry,
+    *,
+    clock: Callable[[], datetime] = utc_now,
 ) -> Callable[[TurnUsage], Awaitable[None]]:
-    """What a turn calls with its model usage when it ends (``TurnHooks.used``)."""
+    """What a turn calls with each model call's usage (``TurnHooks.used``); ``clock`` stamps
+    it (the budgets' clock, so a test that moves one moves both)."""
     meter = UsageMeter(settings, store, UsageMetrics(registry))
 
     async def used(usage: TurnUsage) -> None:
         key = usage.key
         turn = TurnIdentity(
-            at=utc_now(),
+            at=clock(),
             channel=key.channel,
             account_id=key.account_id,
             chat_id=key.chat_id,
@@ -66,6 +71,6 @@ def turn_meter(
             thread_id=usage.thread_id,
             correlation_id=usage.correlation_id,
         )
-        await meter.record(turn, usage.calls)
+        await meter.record(turn, [usage.call], counts_turn=usage.first)
 
     return used

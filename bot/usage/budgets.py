@@ -6,8 +6,9 @@ store since its period began in ``usage.timezone`` (local midnight, or the 1st o
 and the message is refused once the sum reaches the limit.
 
 The check reads the shared store, so on PostgreSQL every replica sees one total (cluster-wide).
-A turn's usage is recorded when the turn ends, so the overshoot is bounded by the runs already
-in flight when the limit is reached: those finish and count, nothing new starts.
+A call's usage is recorded as the provider reports it, and a budget is checked before a turn
+starts, so the overshoot is bounded by the runs already in flight when the limit is reached:
+those finish and count, nothing new starts.
 """
 
 from __future__ import annotations

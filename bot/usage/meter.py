@@ -6,8 +6,10 @@ tokens: unknown is never zero, so a total says how many calls it could not count
 million tokens; cached input tokens (a part of the input) are priced ``cached``, else
 ``input``, and the rest of the input ``input``. A model without a price costs nothing.
 
-Recording never fails a turn: the turn's answer is already on its way, so a store error is
-logged and counted (``switchboard_usage_unrecorded_turns_total``), not raised.
+Each call is recorded as the agent reports it, before the run goes on: a turn cut short (a
+crash, a timeout) still counts every call the provider served. Recording never fails a turn
+(the call was served either way): a store error is logged and counted
+(``switchboard_usage_unrecorded_turns_total``), not raised.
 """
 
 from __future__ import annotations
@@ -114,14 +116,17 @@ class UsageMeter:
         self._usage = usage_of(store)  # whether a store keeps usage never changes
         self._metrics = metrics
 
-    async def record(self, turn: TurnIdentity, calls: Sequence[ModelUsage]) -> list[UsageRecord]:
-        """The turn's rows (none: it called no model), recorded; never raises a store error."""
+    async def record(
+        self, turn: TurnIdentity, calls: Sequence[ModelUsage], *, counts_turn: bool = True
+    ) -> list[UsageRecord]:
+        """The rows of these calls of the turn (none: no call), recorded; never raises a store
+        error. ``counts_turn``: they are the turn's first (``UsageStore.record``)."""
         records = usage_records(turn, calls, self._settings().usage.prices)
         self._metrics.count(records)
         if self._usage is None or not records:
             return records
         try:
-            await self._usage.record(records)
+            await self._usage.record(records, counts_turn=counts_turn)
         except StoreError as exc:
             self._metrics.not_recorded(turn.channel)
             logger.warning(

@@ -46,8 +46,8 @@ class UsageMetrics:
         )
         self.unrecorded = Counter(
             "switchboard_usage_unrecorded_turns",
-            "Turns whose usage the store refused (the turn went on; its usage is missing"
-            " from budgets and `switchboard usage`).",
+            "Usage of turns' model calls the store refused, one per refusal (the turn went"
+            " on; that usage is missing from budgets and `switchboard usage`).",
             ["channel"],
             registry=registry,
         )

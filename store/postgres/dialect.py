@@ -53,5 +53,7 @@ POSTGRES = Dialect(
     chat_leases=True,
     hour_start="date_trunc('hour', {}, 'UTC')",
     day_start="date_trunc('day', {}, 'UTC')",
+    try_lock="SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || ':' || ?)) AS held",
 )
-"""PostgreSQL: ``seq`` is an identity column that stands in for SQLite's rowid."""
+"""PostgreSQL: ``seq`` is an identity column that stands in for SQLite's rowid; a lock is an
+advisory lock of the transaction, named in the store's schema (the ``search_path``)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,18 +103,21 @@ class Served:
 
 
 class serve_console:
-    """The console alone on a real aiohttp server over a real store (no daemon, no kernel)."""
+    """The console alone on a real aiohttp server over a real store (no daemon, no kernel);
+    ``shown`` makes what the console is handed of it (default: the store itself)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, shown: Callable[[Store], Store] | None = None) -> None:
         self._settings = settings
         self._store = store_for(settings)
+        self._shown = shown
         self._server: TestServer | None = None
 
     async def __aenter__(self) -> Served:
         await self._store.open()
         app = web.Application()
         hub = ChannelHub(self._store.settings)
-        deps = ConsoleDeps(settings=lambda: self._settings, store=self._store, hub=hub)
+        store = self._store if self._shown is None else self._shown(self._store)
+        deps = ConsoleDeps(settings=lambda: self._settings, store=store, hub=hub)
         Console(deps).mount(app)
         self._server = TestServer(app, host="127.0.0.1")
         await self._server.start_server()

@@ -15,34 +15,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import (
-    Browser,
-    Dialog,
-    Page,
-    ViewportSize,
-    async_playwright,
-    expect,
-)
-from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Browser, Dialog, Page, expect
 
 from bot.messages import ChatType, utc_now
 from bot.ports.activity import journal_window_of
 from bot.ports.schedules import ScheduleAction, ScheduleTarget
 from bot.records import InboundStatus, OutboxState
 from bot.schedules.book import ScheduleBook
-from tests.channels.telegram_support import TelegramRun, telegram_settings, wait_text
-from tests.console.support import (
-    IMAGES,
-    SCREENSHOTS,
-    TOKEN,
-    chromium_path,
-    console_daemon,
-    console_section,
+from tests.channels.telegram_support import telegram_settings, wait_text
+from tests.console.browser_support import (
+    PHONE,
+    UI_WAIT_MS,
+    World,
+    columns_reachable,
+    logged_in,
+    luminance,
+    page_fits_the_phone,
+    shoot,
 )
+from tests.console.support import console_daemon, console_section
 from tests.fakes.agent import FakeAgent
 from tests.fakes.common.waiting import eventually
 from tests.fakes.telegram_api import FakeTelegram
@@ -52,19 +46,9 @@ expect.set_options(timeout=10_000)  # a busy 2-core CI machine runs the whole su
 
 ADMIN = 1
 STRANGER = 77
-UI_WAIT_MS = 10_000
-DESKTOP: ViewportSize = {"width": 1280, "height": 900}
-PHONE: ViewportSize = {"width": 390, "height": 844}
 LONG_ERROR = (
     "Internal Server Error: " + "the platform explains at length why it refused this message " * 3
 )
-
-
-@dataclass
-class World:
-    fake: FakeTelegram
-    run: TelegramRun
-    base: str
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -82,41 +66,8 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        try:
-            launched = await playwright.chromium.launch(executable_path=chromium_path())
-        except PlaywrightError as exc:
-            pytest.skip(
-                "no Chromium to drive: install Debian's chromium (scripts/test does as root),"
-                f" or set SWITCHBOARD_CHROMIUM ({str(exc).splitlines()[0]})"
-            )
-        yield launched
-        await launched.close()
-
-
-async def _logged_in(
-    browser: Browser,
-    world: World,
-    name: str,
-    *,
-    viewport: ViewportSize = DESKTOP,
-    dark: bool = False,
-) -> Page:
-    context = await browser.new_context(viewport=viewport, color_scheme="dark" if dark else "light")
-    page = await context.new_page()
-    await page.goto(world.base + "/console/")
-    await expect(page).to_have_url(re.compile(r"/console/login\?next="))
-    await page.get_by_label("Console token").fill(TOKEN)
-    await page.get_by_label("Your name").fill(name)
-    await page.get_by_role("button", name="Log in").click()
-    await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
-    return page
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def console(browser: Browser, world: World) -> AsyncIterator[Page]:
-    page = await _logged_in(browser, world, "alice")
+    page = await logged_in(browser, world, "alice")
     page.on("dialog", _accept)
     yield page
     await page.context.close()
@@ -124,12 +75,6 @@ async def console(browser: Browser, world: World) -> AsyncIterator[Page]:
 
 async def _accept(dialog: Dialog) -> None:
     await dialog.accept()
-
-
-async def _shoot(page: Page, name: str) -> None:
-    if SCREENSHOTS:
-        IMAGES.mkdir(parents=True, exist_ok=True)
-        await page.screenshot(path=str(IMAGES / name), full_page=True)
 
 
 async def _journaled(world: World, status: InboundStatus) -> bool:
@@ -165,7 +110,7 @@ async def test_no_page_without_a_session(browser: Browser, world: World) -> None
 async def test_a_telegram_message_shows_on_the_overview_and_in_its_trace(
     browser: Browser, world: World
 ) -> None:
-    page = await _logged_in(browser, world, "bob")
+    page = await logged_in(browser, world, "bob")
     cookie = next(c for c in await page.context.cookies() if c["name"] == "switchboard_console")
     assert cookie["httpOnly"]
     assert cookie["sameSite"] == "Strict"
@@ -190,7 +135,7 @@ async def test_a_telegram_message_shows_on_the_overview_and_in_its_trace(
         1,
     )
     assert any(value is not None for value in activity["p95"])
-    await _shoot(page, "console-overview.png")
+    await shoot(page, "console-overview.png")
     await row.get_by_role("link", name="trace").click()
     await expect(page.get_by_role("heading", name="Message trace")).to_be_visible()
     trace = page.locator("article.trace")
@@ -199,7 +144,7 @@ async def test_a_telegram_message_shows_on_the_overview_and_in_its_trace(
     await expect(trace).to_contain_text("accepted (no redeliveries)")
     await expect(trace.locator("h3")).to_contain_text("text final")
     await expect(trace.locator("td.call-sent")).to_have_count(1)
-    await _shoot(page, "console-trace.png")
+    await shoot(page, "console-trace.png")
     await page.context.close()
 
 
@@ -309,35 +254,11 @@ async def test_a_schedule_is_listed_and_cancelled_from_the_console(
 async def test_a_live_panel_whose_session_ended_goes_back_to_the_login(
     browser: Browser, world: World
 ) -> None:
-    page = await _logged_in(browser, world, "carol")
+    page = await logged_in(browser, world, "carol")
     await page.context.clear_cookies()  # the session ended (expired, or the token changed)
     await expect(page).to_have_url(re.compile(r"/console/login\?next="), timeout=UI_WAIT_MS)
     await expect(page.get_by_label("Console token")).to_be_visible()
     await page.context.close()
-
-
-async def _columns_reachable(page: Page, table: str) -> list[str]:
-    """Every header of ``table`` scrolled into view (its table's box scrolls sideways) with its
-    label inside the 390 px viewport: the headers, or what failed."""
-    found: list[str] = []
-    headers = page.locator(f"{table} thead th")
-    assert await headers.count() > 2
-    for index in range(await headers.count()):
-        header = headers.nth(index)
-        assert await header.evaluate("th => getComputedStyle(th).display") != "none"
-        await header.evaluate("th => th.scrollIntoView({block: 'nearest', inline: 'start'})")
-        box = await header.bounding_box()
-        assert box is not None
-        text = (await header.inner_text()).strip() or f"#{index}"
-        shown = min(box["width"], 80)  # its label, at the start of a wide column
-        inside = box["x"] >= -1 and box["x"] + shown <= PHONE["width"] + 1
-        found.append(text if inside else f"{text} outside at x={box['x']:.0f}")
-    return found
-
-
-async def _page_fits_the_phone(page: Page) -> None:
-    width = await page.evaluate("document.documentElement.scrollWidth")
-    assert width <= PHONE["width"], f"the page itself scrolls sideways: {width} px"
 
 
 async def test_on_a_phone_the_navigation_is_one_bar_and_every_column_can_be_reached(
@@ -351,51 +272,53 @@ async def test_on_a_phone_the_navigation_is_one_bar_and_every_column_can_be_reac
         return bool(await store.outbox.listing(OutboxState.DEAD))
 
     await eventually(dead)
-    page = await _logged_in(browser, world, "dora", viewport=PHONE)
+    page = await logged_in(browser, world, "dora", viewport=PHONE)
     header = await page.locator("body > header").bounding_box()
     assert header is not None
     assert header["height"] <= 110, f"the navigation takes {header['height']:.0f} px"
     await page.goto(world.base + "/console/outbox")
-    await _page_fits_the_phone(page)
-    dead_columns = await _columns_reachable(page, "#dead")
+    await page_fits_the_phone(page)
+    dead_columns = await columns_reachable(page, "#dead")
     assert "LAST ERROR" in dead_columns
     assert not [c for c in dead_columns if "outside" in c], dead_columns
-    pending_columns = await _columns_reachable(page, "#pending")
+    pending_columns = await columns_reachable(page, "#pending")
     assert not [c for c in pending_columns if "outside" in c], pending_columns
     await page.evaluate(
         "window.scrollTo(0, 0); for (const box of document.querySelectorAll('.scroll'))"
         " box.scrollLeft = 0"
     )
-    await _shoot(page, "console-phone.png")
+    await shoot(page, "console-phone.png")
     window = journal_window_of(store)
     assert window is not None
     (entry,) = [e for e in await window.recent(limit=20) if "dies at length" in e.message.text]
     await page.goto(world.base + f"/console/trace?id={entry.message.message_id}&channel=telegram")
     await expect(page.locator("article.trace")).to_have_count(1)
-    await _page_fits_the_phone(page)
-    calls = await _columns_reachable(page, "section.outbox-row:first-of-type table.calls")
+    await page_fits_the_phone(page)
+    calls = await columns_reachable(page, "section.outbox-row:first-of-type table.calls")
     assert calls == ["CALLED", "RESULT", "DETAIL"]
     await page.context.close()
 
 
-def _luminance(css_colour: str) -> float:
-    red, green, blue = (int(part) for part in re.findall(r"\d+", css_colour)[:3])
-    return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
+async def _styled(page: Page) -> None:
+    """Wait for the stylesheet to paint the page (its background is unset until then)."""
+    await expect(page.locator("body")).not_to_have_css("background-color", "rgba(0, 0, 0, 0)")
 
 
 async def test_the_console_follows_the_systems_dark_mode(browser: Browser, world: World) -> None:
-    page = await _logged_in(browser, world, "erin", dark=True)
+    page = await logged_in(browser, world, "erin", dark=True)
+    await _styled(page)
     background = await page.evaluate("getComputedStyle(document.body).backgroundColor")
     text = await page.evaluate("getComputedStyle(document.body).color")
-    assert _luminance(background) < 0.2, background
-    assert _luminance(text) > 0.7, text
+    assert luminance(background) < 0.2, background
+    assert luminance(text) > 0.7, text
     cell = page.locator("#channels td").first
     card = await cell.evaluate("td => getComputedStyle(td.closest('table')).backgroundColor")
-    assert _luminance(card) < 0.25, card
+    assert luminance(card) < 0.25, card
     await page.wait_for_function("Number(document.body.dataset.chartsDrawn) > 0")
-    await _shoot(page, "console-dark.png")
+    await shoot(page, "console-dark.png")
     await page.context.close()
-    light = await _logged_in(browser, world, "erin")
+    light = await logged_in(browser, world, "erin")
+    await _styled(light)
     background = await light.evaluate("getComputedStyle(document.body).backgroundColor")
-    assert _luminance(background) > 0.8, background
+    assert luminance(background) > 0.8, background
     await light.context.close()

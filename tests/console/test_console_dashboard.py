@@ -1,6 +1,6 @@
 """The overview as a dashboard and the pages read at a glance, over plain HTTP on a real
 SQLite store: command replies count as answers; charts per channel, of the queue and of the
-outbox's lag; model tokens said to be not recorded rather than made up; a conversation's
+outbox's lag; the model tokens the usage store recorded, per clock hour; a conversation's
 replies as Markdown (safely) and its files by name; a channel's state coloured, with a
 sentence for its reason and the raw reason in a tooltip."""
 
@@ -17,11 +17,12 @@ from bot.console.activity import WINDOWS, series
 from bot.console.channel_states import channel_view
 from bot.console.markdown import to_html
 from bot.hub import ChannelState
-from bot.messages import OutboundFile, OutboundKind, OutboundText
+from bot.messages import OutboundFile, OutboundKind, OutboundText, utc_now
 from bot.ports.activity import DeliveryPoint, JournalPoint, journal_window_of
 from bot.records import InboundStatus, OutboxState
 from tests.bot.harness import make_settings
 from tests.console.support import Served, console_section, cookie_session, log_in, serve_console
+from tests.console.usage_support import spend
 from tests.fakes.channel import FakeChannel
 from tests.postgres import fresh_schema, require_postgres
 from tests.store.support import destination, inbound, item, record
@@ -94,8 +95,6 @@ def test_the_charts_are_per_channel_with_queue_depth_and_outbox_lag() -> None:
     lag = [v for v in data["outbox_lag"] if v is not None]
     assert lag == [3.0, 60.0]  # a sent row's 3 s; the pending one waits since a minute
     assert data["outbox_oldest_pending_s"] == 60.0
-    assert data["tokens"] is None
-    assert "not recorded" in str(data["tokens_note"])
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
@@ -130,17 +129,38 @@ async def _deliveries_of_a_window(served: Served) -> None:
     assert pending.id != sent.id
 
 
-async def test_the_activity_api_says_tokens_are_not_recorded(served: Served) -> None:
+@pytest.mark.parametrize("window", ["hour", "day"])
+async def test_the_activity_api_charts_the_model_tokens_recorded_per_hour(
+    served: Served, window: str
+) -> None:
+    now = utc_now()
+    turns = [
+        (now, (500, 50, 20)),
+        (now - timedelta(hours=3), (1000, 100, 0)),
+        (now - timedelta(hours=3), (7, 3, 1)),  # the same hour: summed
+    ]
+    for at, tokens in turns:
+        await spend(served.store, at, tokens=tokens)
+    await spend(served.store, now - timedelta(hours=30), tokens=(90000, 9000, 0))  # a day before
     async with cookie_session() as client:
         await log_in(client, served.base)
-        async with client.get(served.base + "/console/api/activity") as response:
+        async with client.get(served.base + f"/console/api/activity?window={window}") as response:
             data = await response.json()
         async with client.get(served.base + "/console/") as page:
             overview = await page.text()
-    assert data["tokens"] is None
+    tokens = data["tokens"]
+    assert len(tokens["times"]) == 24
+    assert (sum(tokens["input"]), sum(tokens["output"]), sum(tokens["cached"])) == (1507, 153, 21)
+    per_hour: dict[int, int] = {}  # each turn's in the bucket of its clock hour
+    for at, (tokens_in, _, _) in turns:
+        hour = int(at.replace(minute=0, second=0, microsecond=0).timestamp())
+        per_hour[hour] = per_hour.get(hour, 0) + tokens_in
+    shown = dict(zip(tokens["times"], tokens["input"], strict=True))
+    assert {hour: value for hour, value in shown.items() if value} == per_hour
+    assert tokens["unreported_calls"] == [0] * 24
     assert "channels" in data
-    assert "Model tokens per hour" in overview
-    assert "not recorded yet" in overview
+    assert 'id="chart-tokens"' in overview
+    assert "not recorded" not in overview
 
 
 def test_markdown_is_rendered_and_html_stays_text() -> None:

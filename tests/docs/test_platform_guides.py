@@ -45,6 +45,7 @@ METHOD_SCOPES = {
     "auth_test": None,
     "apps_connections_open": "connections:write",  # the app-level token, not a bot scope
     "chat_postMessage": "chat:write",
+    "chat_postEphemeral": "chat:write",
     "chat_update": "chat:write",
     "chat_delete": "chat:write",
     "reactions_add": "reactions:write",

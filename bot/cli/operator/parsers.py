@@ -46,7 +46,8 @@ def add_commands(commands: Subcommands) -> None:
     trace.add_argument(
         "message_id",
         metavar="ID",
-        help="a message id, the ref of an error reply, a push's delivery id or schedule-ID",
+        help="a message id, the ref of an error reply, a push's delivery id, schedule-ID or an"
+        " approval's ID",
     )
     trace.add_argument("--channel", help="only this channel")
     users = add_leaf(commands, "users", "users allowed or denied access", f"{VIEWS}:users")

@@ -6,6 +6,13 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from bot.approvals.views import (
+    RunApprovals,
+    run_json,
+    runs_lines,
+    trace_approval,
+    turn_approvals,
+)
 from bot.cli.operator.mutes import mute_json, mute_lines
 from bot.cli.operator.output import print_json, say, show
 from bot.cli.operator.readyz import Readiness, fetch_readiness, readiness_json
@@ -34,6 +41,7 @@ from bot.operator.labels import (
     when,
 )
 from bot.operator.trace import (
+    ReferenceTrace,
     message_json,
     message_table,
     reference_json,
@@ -221,12 +229,20 @@ async def _messages(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def trace(args: argparse.Namespace, settings: Settings) -> int:
-    """Any id a user is shown: a message id, a ``ref`` (correlation id), a push delivery id
-    or ``schedule-ID``."""
+    """Any id a user is shown: a message id, a ``ref`` (correlation id), a push delivery id,
+    ``schedule-ID``, an approval's id or ``approval-RUN``."""
     ref = args.message_id
+    config = settings.agent.approvals
     async with opened_store(settings) as store:
         found = await trace_reference(store, ref, args.channel)
-        other = None if found else await trace_schedule(store, ref) or await trace_push(store, ref)
+        paused = {} if found is None else await _approvals(store, found)
+        other = (
+            None
+            if found
+            else await trace_schedule(store, ref)
+            or await trace_push(store, ref)
+            or await trace_approval(store, config, ref)
+        )
     if other is not None:
         if args.json:
             print_json(other[0])
@@ -238,15 +254,25 @@ async def trace(args: argparse.Namespace, settings: Settings) -> int:
         days = settings.daemon.journal_retention_days
         raise CommandFailed(
             f"no journal entry for message {ref}{where}: no message id, ref (correlation id),"
-            f" push delivery id or schedule-ID matches (the journal keeps messages for {days}"
-            " days; `switchboard conversations --messages` lists the recent ids)",
+            f" push delivery id, schedule-ID or approval id matches (the journal keeps messages"
+            f" for {days} days; `switchboard conversations --messages` lists the recent ids)",
             EXIT_FAILED,
         )
     if args.json:
-        print_json(reference_json(found))
+        more: dict[int, JsonObject] = {
+            e: {"approvals": [run_json(r, config) for r in runs]} for e, runs in paused.items()
+        }
+        print_json(reference_json(found, more))
     else:
-        show(reference_text(found))
+        show(reference_text(found, {e: runs_lines(runs, config) for e, runs in paused.items()}))
     return EXIT_OK
+
+
+async def _approvals(store: Store, found: ReferenceTrace) -> dict[int, list[RunApprovals]]:
+    """The approval runs each entry's turn paused for, by journal entry id."""
+    return {
+        trace.entry.id: await turn_approvals(store, trace.correlations) for trace in found.traces
+    }
 
 
 # --------------------------------------------------------------------------- users and audit

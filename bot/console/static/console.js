@@ -1,5 +1,6 @@
 // The console's progressive part: confirmations for actions, and the overview's charts (in all,
-// per channel, the queue and the outbox's lag), drawn in the page's light or dark colours.
+// per channel, the queue, the outbox's lag and the model's tokens), drawn in the page's light or
+// dark colours.
 // Everything works without it but the charts; htmx refreshes the live panels.
 "use strict";
 
@@ -20,7 +21,8 @@ document.addEventListener("htmx:responseError", (event) => {
 
 const charts = { window: "hour", plots: [] };
 const COLOURS = { inbound: "#2457c5", answers: "#1d7a3a", errors: "#b3261e", p50: "#2457c5",
-                  p95: "#a15c00", waiting: "#6b4fbb", lag: "#a15c00" };
+                  p95: "#a15c00", waiting: "#6b4fbb", lag: "#a15c00", input: "#2457c5",
+                  output: "#1d7a3a", cached: "#6b4fbb" };
 
 function chartWidth(element) {
   return Math.max(260, element.clientWidth - 16);
@@ -76,6 +78,18 @@ function drawChannels(data, every) {
   }
 }
 
+// The model's tokens per clock hour (their own 24 hours, whichever window is shown).
+function drawTokens(tokens) {
+  const element = document.getElementById("chart-tokens");
+  if (!element || !tokens) return;
+  plot(element, "Model tokens per hour (last 24 hours)",
+       [{ label: "input", stroke: COLOURS.input }, { label: "output", stroke: COLOURS.output },
+        { label: "cached", stroke: COLOURS.cached }],
+       [tokens.input, tokens.output, tokens.cached], "tokens", tokens);
+  const sum = (values) => values.reduce((a, b) => a + b, 0);
+  document.body.dataset.chartsTokens = String(sum(tokens.input) + sum(tokens.output));
+}
+
 function drawCharts(data) {
   for (const old of charts.plots) old.destroy();
   charts.plots = [];
@@ -93,6 +107,7 @@ function drawCharts(data) {
                   [{ label: "waiting", stroke: COLOURS.waiting }], [data.waiting], "messages", data);
   if (outbox) plot(outbox, "Outbox lag: made → sent, p95 (seconds)",
                    [{ label: "lag p95", stroke: COLOURS.lag, spanGaps: true }], [data.outbox_lag], "s", data);
+  drawTokens(data.tokens);
   const oldest = document.getElementById("outbox-oldest");
   if (oldest) {
     oldest.textContent = data.outbox_oldest_pending_s === null ? "No reply is waiting in the outbox."
