@@ -1,7 +1,8 @@
 """What a turn feeds the embedded graph (design §6, §7, §11, §24).
 
 A user message; an answer resuming the pending question; decisions resuming the pending
-approval request; or nothing new, when a crashed run's message is already in the thread.
+approval request; or nothing new, when a crashed run's message is already in the thread or a
+crash cut off the run its decisions had resumed.
 """
 
 from __future__ import annotations
@@ -91,15 +92,21 @@ def _answer_input(interrupts: Sequence[Any], answer: str) -> Command[Any] | None
 
 async def _decisions_input(
     graph: AgentGraph, config: RunnableConfig, decisions: Sequence[Decision]
-) -> Command[Any] | NothingToRun:
-    """Resume the pending approval request; nothing pending (decided already, or the thread
-    moved on) runs nothing, so a late decision never becomes a message."""
-    interrupts = (await graph.aget_state(config)).interrupts
-    pending = pending_approval([(each.id, each.value) for each in interrupts])
-    if pending is None:
-        logger.info("no approval request pending on the thread; the decisions change nothing")
-        return NothingToRun.NOTHING_PENDING
-    return Command(resume=resume_value(pending, decisions))
+) -> Command[Any] | NothingToRun | None:
+    """Resume the pending approval request. With nothing pending, a run these decisions
+    resumed that was cut off before it ended (a crash after the tool ran; recovery replays the
+    press) goes on from its checkpoint, so its answer is not lost and no decided call runs
+    again; otherwise (decided and finished already, or the thread moved on) nothing runs, so a
+    late decision never becomes a message."""
+    state = await graph.aget_state(config)
+    pending = pending_approval([(each.id, each.value) for each in state.interrupts])
+    if pending is not None:
+        return Command(resume=resume_value(pending, decisions))
+    if state.next and not state.interrupts:
+        logger.info("the decided run stopped before it ended; continuing it from its checkpoint")
+        return None
+    logger.info("no approval request pending on the thread; the decisions change nothing")
+    return NothingToRun.NOTHING_PENDING
 
 
 def _left_unanswered(state: StateSnapshot) -> list[str]:

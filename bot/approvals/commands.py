@@ -1,17 +1,22 @@
 """``/approve ID``, ``/reject ID [reason]`` and ``/edit ID {json}`` (design §24): decide the
-request whose id is typed, never "the oldest pending one", with the same rules as its buttons."""
+request whose id is typed, never "the oldest pending one", with the same rules as its buttons.
+
+A typed decision naming a request the book holds is taken by the route's approval step
+(``step.py``) before the commands, so the resumed run carries the message; these handlers
+answer the rest (an admin's pairing code, a usage mistake, an id nobody holds) and serve the
+command list."""
 
 from __future__ import annotations
 
 import functools
 
 from bot.approvals.book import ApprovalBook
-from bot.approvals.step import person_of, resume
+from bot.approvals.step import person_of, resume, typed_decision
 from bot.commands.admin import approve_pairing
 from bot.commands.registry import Command, CommandCall, CommandRegistry
 from bot.pipeline.access import Role
 from bot.pipeline.lanes import Lanes
-from bot.ports.agent import Decision, DecisionType
+from bot.ports.agent import DecisionType
 
 OFF = "Approvals are not available here (the store keeps none)."
 USAGE = {
@@ -35,17 +40,14 @@ async def _decide(
         return reply
     if book is None or lanes is None or not book.available:
         return OFF
-    rest = rest.strip()
-    if not approval_id or (choice == "edit" and not rest):
-        return f"Usage: `{USAGE[choice]}` (the ID is on the request's message)."
-    if choice == "approve" and rest:
+    typed = typed_decision(choice, call.raw_args)
+    if typed is None and choice == "approve" and rest.strip():
         return f"Usage: `{USAGE[choice]}`; to change the arguments use `/edit ID {{json}}`."
-    decision = Decision(
-        type=choice,
-        args=rest if choice == "edit" else None,
-        message=(rest or None) if choice == "reject" else None,
-    )
-    verdict = await book.decide(approval_id, decision, person_of(call.message, call.role))
+    if typed is None:
+        return f"Usage: `{USAGE[choice]}` (the ID is on the request's message)."
+    # A request the book holds was decided by the route's approval step (``step.py``), which
+    # carries the message into the resumed run; this answers the rest the same way.
+    verdict = await book.decide(*typed, person_of(call.message, call.role))
     if verdict.run is not None and verdict.resumption is not None:
         resume(lanes, verdict.run, verdict.resumption, ())
     return verdict.text
