@@ -83,6 +83,7 @@ def approval_run(cols: Columns) -> ApprovalRun:
         correlation_id=cols.text("correlation_id"),
         created_at=cols.at("created_at"),
         resumed_at=cols.opt_at("resumed_at"),
+        finished_at=cols.opt_at("finished_at"),
     )
 
 
@@ -173,6 +174,33 @@ class SqlApprovalStore(ApprovalStore):
     @override
     async def claim_run(self, run_id: str, now: datetime) -> bool:
         return await self._db.row(_CLAIM, (self._time(now), run_id)) is not None
+
+    @override
+    async def finish_run(self, run_id: str, now: datetime) -> None:
+        await self._db.execute(
+            "UPDATE approval_runs SET finished_at = ? WHERE id = ? AND finished_at IS NULL",
+            (self._time(now), run_id),
+        )
+
+    @override
+    async def unfinished_runs(
+        self, claimed_before: datetime, limit: int = 100
+    ) -> list[ApprovalRun]:
+        rows = await self._db.rows(
+            "SELECT * FROM approval_runs WHERE resumed_at IS NOT NULL AND finished_at IS NULL"
+            " AND resumed_at < ? ORDER BY resumed_at, id LIMIT ?",
+            (self._time(claimed_before), limit),
+        )
+        return [approval_run(self._db.dialect.columns(row)) for row in rows]
+
+    @override
+    async def reclaim(self, run_id: str, claimed_at: datetime, now: datetime) -> bool:
+        found = await self._db.row(
+            "UPDATE approval_runs SET resumed_at = ? WHERE id = ? AND resumed_at = ?"
+            " AND finished_at IS NULL RETURNING id",
+            (self._time(now), run_id, self._time(claimed_at)),
+        )
+        return found is not None
 
     @override
     async def settled_runs(self, limit: int = 100) -> list[ApprovalRun]:

@@ -91,6 +91,9 @@ class ApprovalBook:
         self._caps_of = caps_of
         self._metrics = metrics
         self._clock = clock
+        self._started = clock()
+        """Runs claimed before this process started and never finished were cut off by a
+        crash (or a replica that is gone): the sweep resumes them again."""
 
     @property
     def available(self) -> bool:
@@ -233,17 +236,32 @@ class ApprovalBook:
         approval = await self.get(approval_id)
         if self._store is None or approval is None or approval.decided_by != person.ref:
             return None
-        found = await self._store.run(approval.run_id)
-        if found is None or found[0].resumed_at is None:
+        return await self._again(approval.run_id)
+
+    async def _again(self, run_id: str) -> Verdict | None:
+        """Reclaim a claimed run whose resumed turn never ended, for one caller only."""
+        assert self._store is not None  # noqa: S101 - callers checked
+        found = await self._store.run(run_id)
+        if found is None:
             return None
         run, approvals = found
+        if run.resumed_at is None or run.finished_at is not None or not approvals:
+            return None
+        if not await self._store.reclaim(run.id, run.resumed_at, self._clock()):
+            return None
         resumption = Resumption(
             run_id=run.id,
             thread_id=run.thread_id,
-            asker_id=approval.asker_id,
+            asker_id=approvals[0].asker_id,
             decisions=tuple(_decision_of(a) for a in approvals),
         )
+        logger.info("approval run resumes again after a crash run=%s", run.id)
         return Verdict(text="", decided=True, resumption=resumption, run=run)
+
+    async def finished(self, run_id: str) -> None:
+        """The resumed run's turn ended: a crash after this does not resume it again."""
+        if self._store is not None:
+            await self._store.finish_run(run_id, self._clock())
 
     async def _claim(self, run_id: str) -> tuple[Resumption | None, ApprovalRun | None]:
         """The run's resumption if this caller is the one to resume it."""
@@ -308,8 +326,9 @@ class ApprovalBook:
             await self._show_decided(approval.id)
 
     async def sweep(self, holds: Holds) -> list[tuple[ApprovalRun, Resumption]]:
-        """Expire what is overdue and claim the runs decided elsewhere (console, command line,
-        expiry) whose chats this process holds; returns what to resume."""
+        """Expire what is overdue, claim the runs decided elsewhere (console, command line,
+        expiry) and reclaim those a crash cut off, for the chats this process holds; returns
+        what to resume."""
         if self._store is None:
             return []
         for approval in await self._store.expire_due(self._clock()):
@@ -318,6 +337,10 @@ class ApprovalBook:
             await self._show_decided(approval.id)
             await self._tell_expired(approval)
         resumed: list[tuple[ApprovalRun, Resumption]] = []
+        for run in await self._store.unfinished_runs(claimed_before=self._started):
+            if await holds(run) and (again := await self._again(run.id)) is not None:
+                assert again.resumption is not None  # noqa: S101 - _again sets it
+                resumed.append((run, again.resumption))
         for run in await self._store.settled_runs():
             if not await holds(run):
                 continue

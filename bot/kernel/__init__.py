@@ -229,6 +229,7 @@ def assemble_conversations(
     hooks = TurnHooks(
         ask_approval=approvals.ask,
         moved_on=approvals.book.moved_on,
+        resumed_ended=approvals.book.finished,
         used=turn_meter(settings, store, delivery.counters.registry, clock=ground.usage_clock),
     )
     parts = TurnParts(sessions=sessions, clarifications=clarifications, tools=tools, hooks=hooks)

@@ -65,6 +65,9 @@ class TurnHooks:
     """A user's message starts a turn on the thread: a run paused there cannot resume."""
     used: Callable[[TurnUsage], Awaitable[None]] = _nothing
     """Each model call's usage, as the agent reports it (however the turn then ends)."""
+    resumed_ended: Callable[[str], Awaitable[None]] = _nothing
+    """A resumed run's turn ended here (answered or failed; not cut off by a stop or a lost
+    chat): its run is finished (``ApprovalBook.finished``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -123,6 +123,8 @@ class TurnRunner:
         self._counters.runs_active.inc()
         try:
             outcome = await self._run(request, channel, replies, token)
+            if request.resumed is not None and outcome != "lost":
+                await self._hooks.resumed_ended(request.resumed.run_id)
         finally:
             self._counters.runs_active.dec()
             self._counters.run_seconds.labels(outcome=outcome).observe(time.monotonic() - started)

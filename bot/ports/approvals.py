@@ -87,6 +87,8 @@ class ApprovalRun:
     """The turn that paused (``trace`` follows it to the decisions and the resumed run)."""
     created_at: datetime
     resumed_at: datetime | None = None
+    finished_at: datetime | None = None
+    """When the resumed run's turn ended; a claimed run without it was cut off by a crash."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,6 +124,23 @@ class ApprovalStore(Protocol):
     async def claim_run(self, run_id: str, now: datetime) -> bool:
         """Mark the run resumed if none of its approvals is pending and it was not claimed;
         ``True`` for the one caller that should resume it."""
+        ...
+
+    async def finish_run(self, run_id: str, now: datetime) -> None:
+        """The resumed run's turn ended (answered or failed, not cut off)."""
+        ...
+
+    async def unfinished_runs(
+        self, claimed_before: datetime, limit: int = 100
+    ) -> list[ApprovalRun]:
+        """Runs claimed before ``claimed_before`` whose resumed turn never ended (a crash cut
+        it off), oldest claim first."""
+        ...
+
+    async def reclaim(self, run_id: str, claimed_at: datetime, now: datetime) -> bool:
+        """Claim a cut-off run again: ``resumed_at`` moves from ``claimed_at`` to ``now`` if it
+        is still ``claimed_at`` and the run is unfinished; ``True`` for the one caller that
+        resumes it."""
         ...
 
     async def settled_runs(self, limit: int = 100) -> list[ApprovalRun]:

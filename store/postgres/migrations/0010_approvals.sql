@@ -14,11 +14,15 @@ CREATE TABLE approval_runs (
     thread_id      TEXT        NOT NULL,
     correlation_id TEXT        NOT NULL,
     created_at     TIMESTAMPTZ NOT NULL,
-    resumed_at     TIMESTAMPTZ
+    resumed_at     TIMESTAMPTZ,
+    finished_at    TIMESTAMPTZ
 );
 CREATE INDEX approval_runs_correlation ON approval_runs (correlation_id);
 -- The daemon's sweep looks for runs not yet resumed every few seconds.
 CREATE INDEX approval_runs_unresumed ON approval_runs (created_at) WHERE resumed_at IS NULL;
+-- A resumed run is finished when its turn ends; one a crash cut off is resumed again.
+CREATE INDEX approval_runs_unfinished ON approval_runs (resumed_at)
+    WHERE resumed_at IS NOT NULL AND finished_at IS NULL;
 
 CREATE TABLE approvals (
     id              TEXT        PRIMARY KEY,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bot.messages import ButtonPress, InboundMessage, OutboundText, TextEdit
+from bot.messages import ButtonPress, InboundMessage, OutboundText, TextEdit, utc_now
+from bot.ports.approvals import ApprovalState, Decided, approvals_of
 from tests.bot.harness import make_settings, routed, running
 from tests.fakes.agent import FakeAgent
 from tests.fakes.channel import FakeChannel, Sent, dm, group
@@ -129,3 +130,33 @@ async def test_an_expired_request_is_rejected_and_the_chat_told(tmp_path: Path) 
         await channel.wait_text("in time", within=10.0)
         resumed = await channel.wait_text("decided: reject(", within=10.0)
     assert "not run" in resumed.text
+
+
+async def test_a_run_claimed_by_a_process_that_died_is_resumed_once_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    settings = make_settings(tmp_path)
+    channel = FakeChannel()
+    async with running(settings, [channel], FakeAgent()) as daemon:
+        await channel.inject(dm(WRITE, message_id="1"))
+        approval_id, _ = _request(await channel.wait_text("Approval needed"))
+        store = approvals_of(daemon.kernel.store)
+        assert store is not None
+        decided = Decided(state=ApprovalState.APPROVED, by="cli:root", by_name="root", at=utc_now())
+        assert await store.decide(approval_id, decided)
+        found = await store.get(approval_id)
+        assert found is not None
+        # A process claims the run, then dies before its resumed turn ends.
+        assert await store.claim_run(found.run_id, utc_now())  # after this process started
+    channel, agent = FakeChannel(), FakeAgent()
+    async with running(settings, [channel], agent):
+        await channel.wait_text("decided: approve", within=10.0)
+    channel, agent = FakeChannel(), FakeAgent()
+    async with running(settings, [channel], agent) as daemon:
+        await routed(daemon.kernel, 0)
+        store = approvals_of(daemon.kernel.store)
+        assert store is not None
+        run = await store.run(found.run_id)
+        assert run is not None
+        assert run[0].finished_at is not None  # ended: never resumed again
+    assert agent.runs == []
