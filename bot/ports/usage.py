@@ -103,7 +103,7 @@ class UsageStore(Protocol):
         ...
 
     async def fold(self, before: datetime) -> int:
-        """Fold per-turn rows older than ``before`` into one row per day and dimension;
+        """Fold per-call rows older than ``before`` into one row per day and dimension;
         returns how many rows were folded."""
         ...
 

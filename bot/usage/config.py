@@ -64,7 +64,7 @@ class UsageSettings(BaseModel):
     """Who can raise a limit, as the budget reply names them."""
     retention_days: int = Field(default=400, ge=1)
     detail_days: int = Field(default=35, ge=1)
-    """Per-turn rows older than this are folded into one row per day (and dimension)."""
+    """Per-call rows older than this are folded into one row per day (and dimension)."""
 
     @field_validator("timezone")
     @classmethod

@@ -9,7 +9,7 @@ million tokens; cached input tokens (a part of the input) are priced ``cached``,
 Each call is recorded as the agent reports it, before the run goes on: a turn cut short (a
 crash, a timeout) still counts every call the provider served. Recording never fails a turn
 (the call was served either way): a store error is logged and counted
-(``switchboard_usage_unrecorded_turns_total``), not raised.
+(``switchboard_usage_unrecorded_calls_total``), not raised.
 """
 
 from __future__ import annotations

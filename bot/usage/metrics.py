@@ -45,7 +45,7 @@ class UsageMetrics:
             registry=registry,
         )
         self.unrecorded = Counter(
-            "switchboard_usage_unrecorded_turns",
+            "switchboard_usage_unrecorded_calls",
             "Usage of turns' model calls the store refused, one per refusal (the turn went"
             " on; that usage is missing from budgets and `switchboard usage`).",
             ["channel"],

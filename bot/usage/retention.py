@@ -1,4 +1,4 @@
-"""How long usage is kept (design §25): a housekeeping job folds per-turn rows older than
+"""How long usage is kept (design §25): a housekeeping job folds per-call rows older than
 ``usage.detail_days`` into one row per day and purges usage older than
 ``usage.retention_days``.
 

@@ -130,7 +130,7 @@ async def test_a_store_that_fails_leaves_the_turn_alone_and_is_logged_and_counte
     with caplog.at_level(logging.WARNING, logger="bot.usage.meter"):
         (record,) = await meter.record(TURN, [call])
     assert record.calls == 1
-    assert sample(registry, "switchboard_usage_unrecorded_turns_total", channel="telegram") == 1
+    assert sample(registry, "switchboard_usage_unrecorded_calls_total", channel="telegram") == 1
     (logged,) = caplog.records
     assert "usage of turn corr-7 not recorded" in logged.getMessage()
     assert "not open" in logged.getMessage()
