@@ -10,23 +10,20 @@ message to say who decided what and when.
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from bot.approvals.config import ApprovalSettings
+from bot.approvals.decisions import STATES, edited_args, resumption_of, verb
 from bot.approvals.metrics import ApprovalMetrics
 from bot.approvals.permits import Person, may_decide
 from bot.approvals.render import (
-    MASK,
     buttons,
     decided_text,
     edit_template,
-    loads_args,
     request_text,
     when,
 )
@@ -48,14 +45,6 @@ from bot.ports.approvals import (
 from bot.records import OutboxItem
 
 logger = logging.getLogger(__name__)
-
-EXPIRED_REASON = "Nobody approved or rejected this tool call in time, so it was not run."
-CANCELLED_REASON = "The request was cancelled before anyone decided, so the tool was not run."
-STATES = {
-    "approve": ApprovalState.APPROVED,
-    "edit": ApprovalState.EDITED,
-    "reject": ApprovalState.REJECTED,
-}
 
 CapabilitiesOf = Callable[[str], ChannelCapabilities | None]
 Holds = Callable[[ApprovalRun], Awaitable[bool]]
@@ -186,7 +175,7 @@ class ApprovalBook:
             self._metrics.refused.inc()
             await self._audit.record(person.ref, "approval.refused", f"{approval.id}: {refusal}")
             return Verdict(text=refusal, decided=False)
-        args = _edited_args(approval, decision) if decision.type == "edit" else None
+        args = edited_args(approval, decision) if decision.type == "edit" else None
         if isinstance(args, ValueError):
             return Verdict(text=f"Not decided: {args}", decided=False)
         decided = Decided(
@@ -204,7 +193,7 @@ class ApprovalBook:
         await self._audit.record(person.ref, f"approval.{decided.state.value}", detail)
         logger.info("approval decided id=%s outcome=%s", approval.id, decided.state.value)
         await self._show_decided(approval.id)
-        text = f"{_verb(decided.state)} {approval.tool} (ID {approval.id})."
+        text = f"{verb(decided.state)} {approval.tool} (ID {approval.id})."
         if person.operator:  # no lane here to resume in: the sweep of the chat's holder does
             return Verdict(text=text, decided=True)
         resumption, run = await self._claim(approval.run_id)
@@ -249,12 +238,7 @@ class ApprovalBook:
             return None
         if not await self._store.reclaim(run.id, run.resumed_at, self._clock()):
             return None
-        resumption = Resumption(
-            run_id=run.id,
-            thread_id=run.thread_id,
-            asker_id=approvals[0].asker_id,
-            decisions=tuple(_decision_of(a) for a in approvals),
-        )
+        resumption = resumption_of(run, approvals)
         logger.info("approval run resumes again after a crash run=%s", run.id)
         return Verdict(text="", decided=True, resumption=resumption, run=run)
 
@@ -276,11 +260,7 @@ class ApprovalBook:
             await self._show_decided(approval.id, approval)
         if all(a.state is ApprovalState.CANCELLED for a in approvals):
             return None, run  # its thread moved on: nothing to resume
-        decisions = tuple(_decision_of(approval) for approval in approvals)
-        asker = approvals[0].asker_id if approvals else ""
-        resumption = Resumption(
-            run_id=run.id, thread_id=run.thread_id, asker_id=asker, decisions=decisions
-        )
+        resumption = resumption_of(run, approvals)
         logger.info("approval run resumes run=%s key=%s", run.id, run.key.describe())
         return resumption, run
 
@@ -368,48 +348,3 @@ def _item(approval: Approval, tag: str, delivery: OutboundText | TextEdit) -> Ou
         thread_id=approval.thread_id,
         correlation_id=f"approval-{approval.run_id}",
     )
-
-
-def _edited_args(approval: Approval, decision: Decision) -> str | ValueError:
-    """The edit's arguments as a JSON object, masked values (``•••``) kept as they were."""
-    try:
-        edited = json.loads(decision.args or "")
-    except ValueError:
-        return ValueError("the new arguments are not valid JSON (send a JSON object)")
-    if not isinstance(edited, dict):
-        return ValueError('the new arguments must be a JSON object, e.g. {"path": "a.txt"}')
-    merged = _unmasked(edited, loads_args(approval.args))
-    return json.dumps(merged, ensure_ascii=False, sort_keys=True)
-
-
-def _unmasked(edited: dict[str, Any], original: dict[str, Any]) -> dict[str, Any]:
-    """``•••`` replaced by the original value, in nested objects too (they are masked there)."""
-    merged: dict[str, Any] = {}
-    for name, value in edited.items():
-        before = original.get(name)
-        if value == MASK and name in original:
-            merged[name] = before
-        elif isinstance(value, dict) and isinstance(before, dict):
-            merged[name] = _unmasked(value, before)
-        else:
-            merged[name] = value
-    return merged
-
-
-def _decision_of(approval: Approval) -> Decision:
-    if approval.state is ApprovalState.APPROVED:
-        return Decision(type="approve")
-    if approval.state is ApprovalState.EDITED:
-        return Decision(type="edit", args=approval.decided_args)
-    if approval.state is ApprovalState.REJECTED:
-        return Decision(type="reject", message=approval.reason or None)
-    reason = EXPIRED_REASON if approval.state is ApprovalState.EXPIRED else CANCELLED_REASON
-    return Decision(type="reject", message=reason)
-
-
-def _verb(state: ApprovalState) -> str:
-    return {
-        ApprovalState.APPROVED: "✅ Approved",
-        ApprovalState.EDITED: "✏️ Approved with your changes:",
-        ApprovalState.REJECTED: "❌ Rejected",
-    }.get(state, state.value)
