@@ -211,14 +211,23 @@ def chat_model(
     An endpoint without a key (a local vLLM or Ollama) gets a placeholder key, because the
     OpenAI client refuses to start without one. ``http_async_client`` lets the caller own (and
     close) the connection pool; it must be the SDK's own client class.
+
+    The key is handed over as a coroutine function, which ``ChatOpenAI`` takes to mean the model
+    is only called asynchronously (as the graph calls it): it then builds no synchronous OpenAI
+    client, whose connection pool and TLS context (a parsed copy of the CA store, about 1.2 MB)
+    would never be used.
     """
     if settings.offline:
         return OfflineEchoModel()
-    key = settings.api_key if settings.api_key and settings.api_key.get_secret_value() else None
+    key = settings.api_key.get_secret_value() if settings.api_key else ""
+
+    async def api_key() -> str:
+        return key or "not-needed"
+
     return UnwalkedHistoryChatOpenAI(
         model=settings.name,
         base_url=settings.base_url,
-        api_key=key or SecretStr("not-needed"),
+        api_key=api_key,
         streaming=True,
         stream_usage=True,
         max_retries=max_retries,

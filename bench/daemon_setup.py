@@ -8,7 +8,7 @@ from typing import Any
 
 from bench.telegram_load import Endpoints
 from bot.config.settings import Settings
-from bot.ops.http import RouteTable
+from bot.ops.routes import RouteTable
 from bot.ports import ChannelContext
 from channels.telegram import TELEGRAM_CAPABILITIES, TelegramChannel
 

@@ -7,7 +7,9 @@ process of its own (``bench/telegram_load.py``).
 - startup: ``python -m bot run`` — the ``switchboard run`` command — as a subprocess, timed
   from spawning it to its sd_notify ``READY=1`` (this script listens on ``$NOTIFY_SOCKET`` as
   systemd would); median of ``--starts``. Its RSS is read when READY and again after it has
-  sat idle for ``--idle-s`` seconds.
+  sat idle for ``--idle-s`` seconds. Without HTTP (a Telegram daemon that polls), unless
+  ``--http`` serves it on a free loopback port as the shipped default does (health, metrics:
+  aiohttp and its TLS contexts load, about 10 MB).
 - conversations: the same daemon in a spawned process, with Telegram's send pacing off (at
   Telegram's 30 messages/s the load would take minutes; pacing holds no memory), gets one
   message from each of ``--conversations`` new chats, in waves, and answers each in its own
@@ -57,10 +59,13 @@ def rss_mb(pid: int) -> float:
 # --------------------------------------------------------------------------- startup
 
 
-def start_once(api: Endpoints, work: Path, idle_s: float) -> dict[str, float]:
+def start_once(api: Endpoints, work: Path, idle_s: float, *, http: bool) -> dict[str, float]:
     """Spawn ``python -m bot run``, wait for READY=1, read its RSS, stop it."""
     config = work / "switchboard.yaml"
-    config.write_text(json.dumps(settings_data(api, work / "state")))  # JSON is YAML
+    data = settings_data(api, work / "state")
+    if http:
+        data["http"] = {"enabled": True, "host": "127.0.0.1", "port": 0}
+    config.write_text(json.dumps(data))  # JSON is YAML
     notify_path = work / "notify.sock"
     notify_path.unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.endswith("API_KEY")}
@@ -141,16 +146,18 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--idle-s", type=float, default=5.0)
     parser.add_argument("--conversations", type=int, default=10_000)
+    parser.add_argument("--http", action="store_true", help="serve HTTP as the default does")
     args = parser.parse_args()
     with Platform() as platform, tempfile.TemporaryDirectory() as tmp:
         starts = []
         for index in range(args.starts):
             work = Path(tmp) / f"start-{index}"
             work.mkdir()
-            starts.append(start_once(platform.api, work, args.idle_s))
+            starts.append(start_once(platform.api, work, args.idle_s, http=args.http))
         loaded = conversations(platform, args.conversations, Path(tmp) / "load")
     result = {
         "bench": "memory_startup",
+        "http": args.http,
         "startup_to_ready_s": round(statistics.median(s["ready_s"] for s in starts), 2),
         "startup_runs_s": [round(s["ready_s"], 2) for s in starts],
         "rss_ready_mb": statistics.median(s["rss_ready_mb"] for s in starts),

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from bot.config.settings import Settings
 from bot.config.store import StoreBackend
@@ -31,19 +31,23 @@ from bot.kernel import Kernel, build_kernel
 from bot.kernel.options import DaemonOptions, MountFactory, Overrides
 from bot.lifecycle import shutdown_step
 from bot.messages import utc_now
-from bot.ops.http import HttpServer, ListenError, RouteTable
 from bot.ops.instance_lock import InstanceLock
 from bot.ops.kernel_tasks import KernelTasks, Loop
 from bot.ops.memory import freeze_when_ready, thaw
 from bot.ops.private_files import make_state_dir
 from bot.ops.readiness import Readiness
 from bot.ops.reload import Reloader
+from bot.ops.routes import ListenError, RouteTable
 from bot.ops.sdnotify import SystemdNotifier, announce_channels
 from bot.ops.signals import stop_and_reload_signals
 from bot.ops.supervision import ChannelFactory, ChannelSupervision
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
+from bot.records import Replica
 from bot.registry import EdgeKind, load, store_for
 from bot.schedules.loops import schedule_loop
+
+if TYPE_CHECKING:
+    from bot.ops.http import HttpServer
 
 __all__ = ["Daemon", "DaemonOptions", "MountFactory", "Overrides"]
 
@@ -76,7 +80,7 @@ class Daemon:
         self.kernel_tasks = KernelTasks(self._kernel_task_died)
         self.exit_status = EXIT_OK
         """What ``run`` returns: 0 for a clean stop, 75 when a kernel loop died."""
-        self.http: HttpServer | None = None
+        self.http: HttpServer | None = None  # None while ``http.enabled`` is false
         self.heartbeat: ReplicaHeartbeat | None = None
         """This daemon among the store's replicas, once the store is open (design §11)."""
         self._channels: DaemonChannels | None = None
@@ -156,31 +160,12 @@ class Daemon:
                 logger.warning("no channel is enabled: nothing will be received (see channels.*)")
             for build in channels.factories.values():
                 kernel.add_channel(build())
-            readiness = Readiness(store, kernel.hub, self.kernel_tasks)
-            pusher = kernel.pusher
-            push = None
-            if self.settings.http.push_api.enabled:  # its modules load only when it is served
-                from bot.push.api import PushApi  # noqa: PLC0415
-
-                push = PushApi(
-                    self.settings.http.push_api, pusher, store, kernel.delivery.counters.pushes
-                )
-            mounts = [m(self._current, kernel, heartbeat.replica.id) for m in self.options.mounts]
-            self.http = HttpServer(
-                self.settings.http,
-                readiness,
-                kernel.delivery.counters,
-                routes,
-                heartbeat.replica,
-                push=push,
-                mounts=[mount for mount in mounts if mount is not None],
-            )
             self._start_push_loops(kernel, heartbeat.replica.id)
             stack.callback(thaw)
             self.kernel_tasks.start("gc:freeze", functools.partial(freeze_when_ready, self.ready))
             stack.push_async_callback(self.kernel_tasks.stop)
-            await self.http.start()
-            stack.push_async_callback(self.http.aclose)
+            readiness = Readiness(store, kernel.hub, self.kernel_tasks)
+            await self._serve_http(stack, kernel, readiness, heartbeat.replica, routes)
             await heartbeat.beat()  # live, as the others see it, before taking work over
             await self._share_send_budget(heartbeat, store, kernel)
             await kernel.prepare()
@@ -188,6 +173,42 @@ class Daemon:
             await self._serve(kernel, reloader, channels)
         logger.info("stopped" if self.exit_status == EXIT_OK else "stopped after a failure")
         return self.exit_status
+
+    async def _serve_http(
+        self,
+        stack: AsyncExitStack,
+        kernel: Kernel,
+        readiness: Readiness,
+        replica: Replica,
+        routes: RouteTable,
+    ) -> None:
+        """Serve HTTP (health, metrics, webhooks, the push API, mounts such as the console).
+        With ``http.enabled: false`` no server is built, so aiohttp never loads."""
+        settings = self.settings.http
+        if not settings.enabled:
+            if routes.posts:
+                logger.warning("http is disabled, so channel webhooks cannot receive anything")
+            return
+        from bot.ops.http import HttpServer  # noqa: PLC0415 - aiohttp loads where it serves
+
+        push = None
+        if settings.push_api.enabled:  # its modules load only when it is served
+            from bot.push.api import PushApi  # noqa: PLC0415
+
+            pushes = kernel.delivery.counters.pushes
+            push = PushApi(settings.push_api, kernel.pusher, kernel.store, pushes)
+        mounts = [m(self._current, kernel, replica.id) for m in self.options.mounts]
+        self.http = HttpServer(
+            settings,
+            readiness,
+            kernel.delivery.counters,
+            routes,
+            replica,
+            push=push,
+            mounts=[mount for mount in mounts if mount is not None],
+        )
+        await self.http.start()
+        stack.push_async_callback(self.http.aclose)
 
     def _start_push_loops(self, kernel: Kernel, replica_id: str) -> None:
         """The kernel loops ``pushes`` (a daemon alone on its store: a shared store's

@@ -10,6 +10,10 @@ Every parser is a ``CliParser``: an argument a subcommand does not take is repor
 subcommand's usage (argparse alone blames the top-level command). A reader that goes away
 (``switchboard outbox list | head``) ends the command quietly with status 141, as a killed
 ``SIGPIPE`` writer would.
+
+``switchboard run`` builds only the daemon's parser, and ``--version`` reads the installed
+version only when asked: the modules of the other commands (and ``importlib.metadata``, whose
+email and zip parsers it pulls in) stay out of the daemon's memory.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, cast
 
 from typing_extensions import override
@@ -35,6 +38,8 @@ COMMAND_MODULES = (
     "bot.cli.operator.approvals",
     "bot.cli.service",
 )
+ONLY = {"run": ("bot.cli.daemon",)}
+"""Commands whose parser needs only some of ``COMMAND_MODULES``: the daemon's own start."""
 
 
 DISTRIBUTION = "switchboard"
@@ -69,20 +74,38 @@ class CliParser(argparse.ArgumentParser):
         self.register("action", "parsers", _Subcommands)
 
 
-def _version() -> str:
-    try:
-        return version(DISTRIBUTION)
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+class _Version(argparse.Action):
+    """``--version``: print the installed version and exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.update(nargs=0, default=argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+
+    @override
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+        try:
+            installed = version(DISTRIBUTION)
+        except PackageNotFoundError:
+            installed = "unknown (not installed)"
+        sys.stdout.write(f"switchboard {installed}\n")  # as argparse's own version action
+        parser.exit()
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = CliParser(
         prog="switchboard", description="Put a LangGraph agent into your team chats."
     )
-    parser.add_argument("--version", action="version", version=f"switchboard {_version()}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in modules:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -107,7 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    modules = ONLY.get(given[0], COMMAND_MODULES) if given else COMMAND_MODULES
+    args = _parser(modules).parse_args(given)
     handler = cast(Callable[[argparse.Namespace], int], args.handler)
     try:
         return handler(args)

@@ -17,7 +17,7 @@ from typing import Protocol, cast, runtime_checkable
 from bot.cli.check_online import endpoint, hint
 from bot.config.settings import Settings
 from bot.errors import AgentError, BotError
-from bot.ops.http import RouteTable
+from bot.ops.routes import RouteTable
 from bot.ports import ChannelContext
 from bot.registry import EdgeKind, load
 

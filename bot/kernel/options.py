@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bot.config.settings import Settings
 from bot.kernel import Kernel
-from bot.ops.http import HttpMount
+from bot.ops.routes import HttpMount
 from bot.ops.supervision import SupervisionPolicy
 from bot.ports import AgentBackend, Channel, Store
 

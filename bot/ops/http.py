@@ -14,20 +14,20 @@ import errno
 import json
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot.config.http import HttpSettings
-from bot.errors import BotError, StoreError
+from bot.errors import StoreError
 from bot.fleet.replica import PRUNE_AFTER as LISTED_FOR
 from bot.hub import ChannelState
 from bot.messages import utc_now
 from bot.metrics import Counters
 from bot.ops.http_guard import AcceptErrors, ConnectionGuard
 from bot.ops.readiness import Readiness
-from bot.ports import WebhookHandler
+from bot.ops.routes import HttpMount, ListenError, RouteTable
 from bot.records import Replica
 
 if TYPE_CHECKING:
@@ -42,38 +42,6 @@ FAVICON: Final = (
     b'<circle cx="24" cy="22" r="3" fill="#f2b134"/></svg>'
 )
 FAVICON_CACHE: Final = "public, max-age=86400"
-
-
-class ListenError(BotError):
-    """The HTTP address cannot be listened on (taken, not this host's): exit status 75."""
-
-
-class HttpMount(Protocol):
-    """Routes of their own on the server (the operator console): added before the catch-all
-    webhook route."""
-
-    def mount(self, app: web.Application) -> None: ...
-
-
-class RouteTable:
-    """Webhook routes of the channels, looked up per request.
-
-    A channel restarted from new settings registers its path again and replaces the old
-    handler; a channel enabled by a reload adds a path while the server runs.
-    """
-
-    def __init__(self) -> None:
-        self._handlers: dict[str, WebhookHandler] = {}
-
-    def add_post(self, path: str, handler: WebhookHandler) -> None:
-        self._handlers[path] = handler
-
-    @property
-    def posts(self) -> list[tuple[str, WebhookHandler]]:
-        return list(self._handlers.items())
-
-    def handler(self, path: str) -> WebhookHandler | None:
-        return self._handlers.get(path)
 
 
 class HttpServer:
@@ -125,10 +93,7 @@ class HttpServer:
         self.port: int | None = None
 
     async def start(self) -> None:
-        if not self._settings.enabled:
-            if self._routes.posts:
-                logger.warning("http is disabled, so channel webhooks cannot receive anything")
-            return
+        """Listen (the daemon builds a server only when ``http.enabled``)."""
         host, port = self._settings.host, self._settings.port
         # The keep-alive timer also bounds every later request head on a connection.
         runner = web.AppRunner(

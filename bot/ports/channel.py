@@ -9,9 +9,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from aiohttp import web
 from typing_extensions import override
 
 from bot.messages import (
@@ -27,6 +26,9 @@ from bot.messages import (
     TextEdit,
 )
 from bot.ports.leases import NameLock
+
+if TYPE_CHECKING:  # aiohttp loads only where HTTP is served (``bot/ops/routes.py``)
+    from aiohttp import web
 
 
 class Admission(StrEnum):
@@ -63,7 +65,7 @@ class Publish(Protocol):
         ...
 
 
-WebhookHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+WebhookHandler = Callable[["web.Request"], Awaitable["web.StreamResponse"]]
 
 
 class WebhookRoutes(Protocol):

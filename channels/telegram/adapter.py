@@ -48,7 +48,6 @@ from channels.telegram.outbound import DOCUMENT_LIMIT, PHOTO_LIMIT, Outbound
 from channels.telegram.polling import ALLOWED_UPDATES, ExclusivePolling
 from channels.telegram.presses import PRESS_WINDOW_S, PressAnswers, PressKey
 from channels.telegram.request import BotAccess
-from channels.telegram.webhook import WebhookReceiver
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +117,9 @@ class TelegramChannel(PlatformChannel[Outbound]):
         if block.mode == "webhook":
             if self._webhook is None:
                 raise ConfigError("channels.telegram.webhook: required when mode is webhook")
+            # Only webhook mode loads aiohttp (``bot/ops/routes.py``).
+            from channels.telegram.webhook import WebhookReceiver  # noqa: PLC0415
+
             receiver = WebhookReceiver(
                 self._webhook.secret_token.get_secret_value(), self._handle_webhook_json
             )

@@ -8,18 +8,35 @@ carry 25-80 calls a second. Operators far from the Bot API raise
 ``channels.telegram.max_requests_in_flight``.
 
 Only calls through the bot's request object are bounded; ``getUpdates`` has its own.
+
+Both requests of every bot the process builds share one TLS context (``tls_context``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import ssl
 from dataclasses import dataclass
 
+import httpx
 from telegram import Bot
 from telegram._utils.defaultvalue import DEFAULT_NONE
 from telegram._utils.types import ODVInput
 from telegram.request import HTTPXRequest, RequestData
 from typing_extensions import override
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's CAs, or ``$SSL_CERT_FILE`` / ``$SSL_CERT_DIR``),
+    built once for the process.
+
+    Each context holds a parsed copy of the CA store (about 1.2 MB); left to itself PTB builds
+    one per request object, two per bot and two more at every channel restart. Sharing is safe
+    because httpcore sets the same ALPN list (HTTP/1.1) on it for every connection of ours.
+    """
+    return httpx.create_ssl_context()
 
 
 class BoundedRequest(HTTPXRequest):
@@ -28,6 +45,7 @@ class BoundedRequest(HTTPXRequest):
             connection_pool_size=in_flight,
             read_timeout=read_timeout,
             write_timeout=write_timeout,
+            httpx_kwargs={"verify": tls_context()},
         )
         self._slots = asyncio.Semaphore(in_flight)
 
@@ -69,5 +87,7 @@ class BotAccess:
             base_url=f"{self.api}/bot",
             base_file_url=f"{self.api}/file/bot",
             request=BoundedRequest(self.in_flight, read_timeout=15.0, write_timeout=15.0),
-            get_updates_request=HTTPXRequest(connection_pool_size=2, read_timeout=10.0),
+            get_updates_request=HTTPXRequest(
+                connection_pool_size=2, read_timeout=10.0, httpx_kwargs={"verify": tls_context()}
+            ),
         )

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from agent.embedded import EmbeddedBackend
 from agent.graph import (
@@ -142,3 +143,19 @@ def test_an_endpoint_without_a_key_still_gets_chat_openai() -> None:
 
     assert isinstance(model, ChatOpenAI)
     assert isinstance(chat_model(ModelSettings()), OfflineEchoModel)
+
+
+async def test_the_model_is_async_only_and_sends_the_configured_key() -> None:
+    """The graph only calls the model asynchronously: no synchronous OpenAI client (its own
+    pool and TLS context) is built, and the key still reaches the endpoint."""
+    with FakeOpenAIServer() as server:
+        server.script(Reply(text="keyed"))
+        settings = ModelSettings(base_url=server.base_url, api_key=SecretStr("sk-kept"))
+        model = chat_model(settings)
+        assert isinstance(model, ChatOpenAI)
+        assert model.root_client is None
+        assert model.root_async_client is not None
+        answer = await model.ainvoke([HumanMessage("hello")])
+        (request,) = server.requests
+    assert answer.text == "keyed"
+    assert request.authorization == "Bearer sk-kept"

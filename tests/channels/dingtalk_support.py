@@ -17,7 +17,7 @@ from typing import Any
 from bot.app import Daemon
 from bot.config.settings import Settings
 from bot.kernel import Kernel
-from bot.ops.http import RouteTable
+from bot.ops.routes import RouteTable
 from bot.ports import AgentBackend, Channel, ChannelContext
 from channels.dingtalk import DINGTALK_CAPABILITIES, DingTalkChannel
 from tests.bot.harness import make_settings, running

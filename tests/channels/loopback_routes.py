@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from aiohttp import web
 
-from bot.ops.http import RouteTable
+from bot.ops.routes import RouteTable
 from tests.fakes.common.server import serve_app
 
 

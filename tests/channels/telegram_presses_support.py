@@ -17,7 +17,7 @@ from bot.messages import (
     OutboundKind,
     OutboundText,
 )
-from bot.ops.http import RouteTable
+from bot.ops.routes import RouteTable
 from bot.ports import Admission, ChannelContext
 from channels.telegram import TelegramChannel
 from tests.channels.health_log import HealthLog

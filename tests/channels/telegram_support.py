@@ -22,7 +22,7 @@ from bot.app import Daemon
 from bot.commands import default_registry
 from bot.config.settings import Settings
 from bot.kernel import Kernel
-from bot.ops.http import RouteTable
+from bot.ops.routes import RouteTable
 from bot.ports import (
     AgentBackend,
     ChannelContext,

@@ -11,7 +11,7 @@ import pytest
 
 from bot.config.settings import Settings
 from bot.hub import ChannelState
-from bot.ops.http import RouteTable
+from bot.ops.routes import RouteTable
 from bot.ports import ChannelContext
 from channels.telegram import TelegramChannel
 from tests.channels import telegram_support as tg

@@ -10,7 +10,7 @@ import pytest
 
 from bot.app import Daemon, DaemonOptions, Overrides
 from bot.errors import AuthFailed, ChannelError
-from bot.ops.http import RouteTable
+from bot.ops.routes import RouteTable
 from bot.ports import ChannelContext
 from channels.telegram import TelegramChannel
 from channels.telegram.webhook import SECRET_HEADER

@@ -22,7 +22,7 @@ from bot.console.app import Console
 from bot.console.context import ConsoleDeps
 from bot.console.wiring import daemon_console
 from bot.hub import ChannelHub
-from bot.ops.http import RouteTable
+from bot.ops.routes import RouteTable
 from bot.ports import AgentBackend, ChannelContext, Store
 from bot.registry import store_for
 from channels.telegram import TelegramChannel

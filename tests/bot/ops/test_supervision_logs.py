@@ -17,7 +17,7 @@ from typing_extensions import override
 from bot.errors import ChannelError
 from bot.hub import ChannelHub, ChannelState
 from bot.ops.channel_calls import Deadlines
-from bot.ops.http import RouteTable
+from bot.ops.routes import RouteTable
 from bot.ops.supervision import ChannelSupervision
 from bot.ports import ChannelContext
 from channels.telegram import TelegramChannel
