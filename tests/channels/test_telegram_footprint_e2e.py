@@ -10,23 +10,9 @@ import asyncio
 import signal
 from pathlib import Path
 
-from tests.channels.cli_support import cli_env, start_run
+from tests.channels.cli_support import cli_config, cli_env, start_run
 from tests.fakes.common.waiting import eventually
 from tests.fakes.telegram_api import FakeTelegram
-
-
-def _config(tmp_path: Path, fake: FakeTelegram) -> Path:
-    path = tmp_path / "switchboard.yaml"
-    path.write_text(
-        "config_version: 1\n"
-        f"state_dir: '{tmp_path / 'state'}'\n"
-        "http: {enabled: false}\n"
-        "access: {dm_policy: open}\n"
-        "daemon: {shutdown_grace_s: 5}\n"
-        "channels:\n"
-        f"  telegram: {{enabled: true, token: '{fake.token}', api_base_url: '{fake.api_origin}'}}\n"
-    )
-    return path
 
 
 def _aiohttp_files(pid: int) -> list[str]:
@@ -37,7 +23,9 @@ def _aiohttp_files(pid: int) -> list[str]:
 
 async def test_a_polling_daemon_without_http_does_not_load_aiohttp(tmp_path: Path) -> None:
     with FakeTelegram() as fake, (tmp_path / "run.log").open("w") as log:
-        daemon = start_run(_config(tmp_path, fake), log, cli_env(tmp_path / "state"))
+        telegram = f"{{enabled: true, token: '{fake.token}', api_base_url: '{fake.api_origin}'}}"
+        config = cli_config(tmp_path, "{}", f"  telegram: {telegram}\n")
+        daemon = start_run(config, log, cli_env(tmp_path / "state"))
         try:
             # Polling has started: the daemon is up, and no turn has loaded the agent.
             await eventually(lambda: bool(fake.calls("getUpdates")), 30)
