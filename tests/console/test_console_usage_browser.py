@@ -20,6 +20,7 @@ from bot.messages import utc_now
 from tests.channels.telegram_support import telegram_settings
 from tests.console.browser_support import (
     PHONE,
+    UI_WAIT_MS,
     World,
     columns_reachable,
     logged_in,
@@ -57,10 +58,12 @@ async def test_the_usage_page_charts_each_channel_on_a_phone_at_night(
     await spend(store, now - timedelta(days=3), user="U7", chat="C7", channel="slack",
                 model="gpt-other", tokens=(800, 100, 0), unreported=1)  # fmt: skip
     page = await logged_in(browser, world, "fay", viewport=PHONE, dark=True)
-    await page.wait_for_function("document.body.dataset.chartsTokens === '1980'")  # the overview
+    # Polled from here, not in the page: the console's CSP forbids the eval an in-page poll uses.
+    body = page.locator("body")
+    await expect(body).to_have_attribute("data-charts-tokens", "1980", timeout=UI_WAIT_MS)
     await page.locator("header nav").get_by_role("link", name="Usage").click()
     await expect(page.get_by_role("heading", name="Model usage")).to_be_visible()
-    await page.wait_for_function("document.body.dataset.usageDrawn === '48'")
+    await expect(body).to_have_attribute("data-usage-drawn", "48", timeout=UI_WAIT_MS)
     assert await page.evaluate("document.body.dataset.usageChannels") == "1"
     await expect(page.locator("#chart-usage-tokens canvas")).to_have_count(1)
     await expect(page.locator("#chart-usage-cost canvas")).to_have_count(1)
@@ -78,7 +81,7 @@ async def test_the_usage_page_charts_each_channel_on_a_phone_at_night(
     await shoot(page, "console-usage.png")
     await page.get_by_role("link", name="last 30 days").click()
     await expect(page).to_have_url(re.compile(r"/console/usage\?range=30d$"))
-    await page.wait_for_function("document.body.dataset.usageDrawn === '30'")
+    await expect(body).to_have_attribute("data-usage-drawn", "30", timeout=UI_WAIT_MS)
     assert await page.evaluate("document.body.dataset.usageChannels") == "2"
     await expect(page.locator("#range-channels")).to_contain_text("slack")
     await page.context.close()
