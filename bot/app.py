@@ -29,6 +29,7 @@ from bot.fleet.shared_storage import warn_unless_shared
 from bot.hub import ChannelHub
 from bot.kernel import Kernel, build_kernel
 from bot.kernel.options import DaemonOptions, MountFactory, Overrides
+from bot.kernel.serving import serve_http
 from bot.lifecycle import shutdown_step
 from bot.messages import utc_now
 from bot.ops.instance_lock import InstanceLock
@@ -42,7 +43,6 @@ from bot.ops.sdnotify import SystemdNotifier, announce_channels
 from bot.ops.signals import stop_and_reload_signals
 from bot.ops.supervision import ChannelFactory, ChannelSupervision
 from bot.ports import AgentBackend, Channel, ChannelContext, Store
-from bot.records import Replica
 from bot.registry import EdgeKind, load, store_for
 from bot.schedules.loops import schedule_loop
 
@@ -164,8 +164,13 @@ class Daemon:
             stack.callback(thaw)
             self.kernel_tasks.start("gc:freeze", functools.partial(freeze_when_ready, self.ready))
             stack.push_async_callback(self.kernel_tasks.stop)
-            readiness = Readiness(store, kernel.hub, self.kernel_tasks)
-            await self._serve_http(stack, kernel, readiness, heartbeat.replica, routes)
+            readiness = Readiness(store, kernel.hub, self.kernel_tasks)  # HTTP's /readyz
+            replica, mounts = heartbeat.replica, self.options.mounts
+            self.http = await serve_http(
+                self._current, kernel, readiness, replica, routes=routes, mounts=mounts
+            )
+            if self.http is not None:
+                stack.push_async_callback(self.http.aclose)
             await heartbeat.beat()  # live, as the others see it, before taking work over
             await self._share_send_budget(heartbeat, store, kernel)
             await kernel.prepare()
@@ -173,42 +178,6 @@ class Daemon:
             await self._serve(kernel, reloader, channels)
         logger.info("stopped" if self.exit_status == EXIT_OK else "stopped after a failure")
         return self.exit_status
-
-    async def _serve_http(
-        self,
-        stack: AsyncExitStack,
-        kernel: Kernel,
-        readiness: Readiness,
-        replica: Replica,
-        routes: RouteTable,
-    ) -> None:
-        """Serve HTTP (health, metrics, webhooks, the push API, mounts such as the console).
-        With ``http.enabled: false`` no server is built, so aiohttp never loads."""
-        settings = self.settings.http
-        if not settings.enabled:
-            if routes.posts:
-                logger.warning("http is disabled, so channel webhooks cannot receive anything")
-            return
-        from bot.ops.http import HttpServer  # noqa: PLC0415 - aiohttp loads where it serves
-
-        push = None
-        if settings.push_api.enabled:  # its modules load only when it is served
-            from bot.push.api import PushApi  # noqa: PLC0415
-
-            pushes = kernel.delivery.counters.pushes
-            push = PushApi(settings.push_api, kernel.pusher, kernel.store, pushes)
-        mounts = [m(self._current, kernel, replica.id) for m in self.options.mounts]
-        self.http = HttpServer(
-            settings,
-            readiness,
-            kernel.delivery.counters,
-            routes,
-            replica,
-            push=push,
-            mounts=[mount for mount in mounts if mount is not None],
-        )
-        await self.http.start()
-        stack.push_async_callback(self.http.aclose)
 
     def _start_push_loops(self, kernel: Kernel, replica_id: str) -> None:
         """The kernel loops ``pushes`` (a daemon alone on its store: a shared store's
