@@ -22,12 +22,11 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import openai
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command, StreamMode
@@ -49,12 +48,15 @@ from bot.lifecycle import StartClose
 from bot.ports import AgentEvent, Turn
 from bot.workspace import PathEscape, ThreadWorkspace
 
+if TYPE_CHECKING:
+    import openai
+
 logger = logging.getLogger(__name__)
 
 RECURSION_LIMIT = 50
 SETTLED_REMEMBERED = 10_000
 _STREAM_MODES: list[StreamMode] = ["messages", "updates"]
-_EXPECTED_ERRORS = (openai.OpenAIError, GraphRecursionError)
+UNEXPECTED = "The agent failed unexpectedly."
 OFFLINE_MODEL_NAME = "offline-echo"
 
 
@@ -76,6 +78,8 @@ class EmbeddedBackend(StartClose):
         self._request_timeout_s = request_timeout_s
         self._checkpoints: AsyncExitStack | None = None
         self._http: openai.DefaultAsyncHttpxClient | None = None
+        self._endpoint_reason: Callable[[BaseException], str | None] | None = None
+        """What the model endpoint's errors mean (``None`` with the offline model)."""
         self._graph: AgentGraph | None = None
         self._settled: dict[str, None] = {}
         """Threads whose last run this process finished: their checkpoint cannot hold a user
@@ -98,7 +102,11 @@ class EmbeddedBackend(StartClose):
         saver = await stack.enter_async_context(checkpointer(self._settings.store, self._state_dir))
         self._checkpoints = stack
         if not agent.model.offline:
-            self._http = openai.DefaultAsyncHttpxClient()
+            # The OpenAI SDK loads only for an endpoint (``agent/openai_endpoint.py``).
+            from agent.openai_endpoint import connection_pool, endpoint_reason  # noqa: PLC0415
+
+            self._http = connection_pool()
+            self._endpoint_reason = endpoint_reason
         model = chat_model(
             agent.model,
             max_retries=self._max_retries,
@@ -137,25 +145,9 @@ class EmbeddedBackend(StartClose):
         model = self._settings.agent.model
         if model.offline:
             return "offline echo model; no endpoint to probe"
-        key = model.api_key.get_secret_value() if model.api_key else ""
-        client = openai.AsyncOpenAI(
-            base_url=model.base_url, api_key=key or "not-needed", timeout=10.0, max_retries=0
-        )
-        try:
-            listing = await client.models.list()
-        except openai.NotFoundError:
-            return f"{model.base_url} answers (it has no /models endpoint)"
-        except openai.AuthenticationError as exc:
-            raise AgentError("the model endpoint rejected the API key", detail=str(exc)) from None
-        except openai.APIConnectionError as exc:
-            raise AgentError(f"cannot reach {model.base_url}", detail=str(exc)) from None
-        except openai.APIStatusError as exc:
-            raise AgentError(f"{model.base_url} answered HTTP {exc.status_code}") from None
-        finally:
-            await client.close()
-        names = {item.id for item in listing.data}
-        found = "listed" if model.name in names else "not in its model list"
-        return f"{model.base_url} answers; model {model.name} {found}"
+        from agent.openai_endpoint import probe_endpoint  # noqa: PLC0415 - see ``start``
+
+        return await probe_endpoint(model)
 
     async def cancel(self, thread_id: str) -> None:
         """Nothing to do: the router cancels the task iterating ``run`` (see module doc)."""
@@ -182,16 +174,23 @@ class EmbeddedBackend(StartClose):
                     yield event
         except AgentError:
             raise
-        except _EXPECTED_ERRORS as exc:
-            raise translate_error(exc) from exc
         except Exception as exc:
-            logger.exception("agent run failed on thread %s", thread_id)
-            raise translate_error(exc) from exc
+            reason = self._reason(exc)
+            if reason is None:
+                logger.exception("agent run failed on thread %s", thread_id)
+            # A short user-facing reason (design §6); the exception's text goes to ``detail``.
+            raise AgentError(reason or UNEXPECTED, detail=f"{type(exc).__name__}: {exc}") from exc
         if self._sole_writer and (settled or not isinstance(start, NothingToRun)):
             self._settled[thread_id] = None
             if len(self._settled) > SETTLED_REMEMBERED:
                 del self._settled[next(iter(self._settled))]  # the longest settled
         yield recorder.outcome(workspace)
+
+    def _reason(self, exc: BaseException) -> str | None:
+        """What went wrong in a user's words; ``None`` for an error nobody expected."""
+        if isinstance(exc, GraphRecursionError):
+            return "The agent took too many steps and was stopped."
+        return None if self._endpoint_reason is None else self._endpoint_reason(exc)
 
     def _require_graph(self) -> AgentGraph:
         if self._graph is None:
@@ -218,25 +217,3 @@ def _workspace(state_dir: Path, thread_id: str) -> ThreadWorkspace:
         return ThreadWorkspace.for_thread(state_dir, thread_id)
     except PathEscape as exc:
         raise AgentError("This conversation's thread id is not usable.", detail=str(exc)) from exc
-
-
-def translate_error(exc: BaseException) -> AgentError:
-    """A short user-facing reason (design §6); the exception text goes to ``detail`` only."""
-    detail = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, openai.APITimeoutError):
-        reason = "The model did not answer in time."
-    elif isinstance(exc, openai.APIConnectionError):
-        reason = "The model endpoint could not be reached."
-    elif isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        reason = "The model provider rejected the API key."
-    elif isinstance(exc, openai.RateLimitError):
-        reason = "The model provider is rate-limiting requests; please try again shortly."
-    elif isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
-        reason = f"The model provider had a server error (HTTP {exc.status_code})."
-    elif isinstance(exc, openai.APIStatusError):
-        reason = f"The model provider refused the request (HTTP {exc.status_code})."
-    elif isinstance(exc, GraphRecursionError):
-        reason = "The agent took too many steps and was stopped."
-    else:
-        reason = "The agent failed unexpectedly."
-    return AgentError(reason, detail=detail)

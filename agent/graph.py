@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -42,11 +41,12 @@ from pydantic import SecretStr
 
 from agent.approval_tools import NO_APPROVALS, ApprovalTools, approval_tools_from_env
 from agent.offline_model import OfflineEchoModel
-from agent.openai_model import UnwalkedHistoryChatOpenAI
 from agent.tools import build_tools
 from bot.config.settings import DEFAULT_MODEL_BASE_URL, AgentSettings, ModelSettings
 
 if TYPE_CHECKING:
+    import openai
+
     from agent.approval_gate import ApprovalGate
 
 logger = logging.getLogger(__name__)
@@ -206,32 +206,16 @@ def chat_model(
     timeout_s: float = REQUEST_TIMEOUT_S,
     http_async_client: openai.DefaultAsyncHttpxClient | None = None,
 ) -> BaseChatModel:
-    """``ChatOpenAI`` for the configured endpoint, or the offline echo model (design §2).
-
-    An endpoint without a key (a local vLLM or Ollama) gets a placeholder key, because the
-    OpenAI client refuses to start without one. ``http_async_client`` lets the caller own (and
-    close) the connection pool; it must be the SDK's own client class.
-
-    The key is handed over as a coroutine function, which ``ChatOpenAI`` takes to mean the model
-    is only called asynchronously (as the graph calls it): it then builds no synchronous OpenAI
-    client, whose connection pool and TLS context (a parsed copy of the CA store, about 1.2 MB)
-    would never be used.
-    """
+    """``ChatOpenAI`` for the configured endpoint (``agent/openai_endpoint.py``, which only
+    then loads the OpenAI SDK), or the offline echo model (design §2)."""
     if settings.offline:
         return OfflineEchoModel()
-    key = settings.api_key.get_secret_value() if settings.api_key else ""
+    from agent.openai_endpoint import endpoint_chat_model  # noqa: PLC0415 - about 30 MB
 
-    async def api_key() -> str:
-        return key or "not-needed"
-
-    return UnwalkedHistoryChatOpenAI(
-        model=settings.name,
-        base_url=settings.base_url,
-        api_key=api_key,
-        streaming=True,
-        stream_usage=True,
+    return endpoint_chat_model(
+        settings,
         max_retries=max_retries,
-        timeout=timeout_s,
+        timeout_s=timeout_s,
         http_async_client=http_async_client,
     )
 

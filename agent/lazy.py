@@ -1,7 +1,8 @@
 """The embedded agent, loaded when the first turn needs it (design §6, §16 "start").
 
-LangGraph, LangChain and the OpenAI client take about a second to import and some 20 MB to
-hold: a daemon that has not answered anything yet needs neither. ``LazyEmbeddedBackend`` is what
+LangGraph and LangChain take about a second to import and some 40 MB to hold (the OpenAI
+client 30 MB more, with a model endpoint): a daemon that has not answered anything yet needs
+none of them. ``LazyEmbeddedBackend`` is what
 the registry gives as ``embedded``: it starts at once, imports ``agent.embedded`` in a worker
 thread (so the event loop keeps serving) when the first thread is run, opens it there, and
 hands every call on to it. Crash recovery that requeued turns loads it at once (``warm``), so

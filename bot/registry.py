@@ -46,7 +46,7 @@ IMPORT_PATHS: dict[EdgeKind, dict[str, str]] = {
     },
     EdgeKind.TOOL: {
         "store-copy": "store.copy:copy_sqlite_to_postgres",
-        "checkpoints-copy": "agent.checkpoints:copy_checkpoints",
+        "checkpoints-copy": "agent.postgres_checkpoints:copy_checkpoints",
     },
 }
 

@@ -32,6 +32,7 @@ from bot.text.escape import escape_lines
 
 COMMAND_MODULES = (
     "bot.cli.daemon",
+    "bot.cli.init",
     "bot.cli.operator.parsers",
     "bot.cli.operator.usage",
     "bot.cli.operator.console_url",

@@ -16,9 +16,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
-from bot.cli.init import add_init_command
 from bot.cli.options import CommandFailed, Subcommands, add_config_option, load_config
-from bot.cli.service import program
 from bot.config.settings import Settings
 from bot.errors import ConfigError
 from bot.ops.private_files import restrict_umask
@@ -55,7 +53,6 @@ def add_commands(commands: Subcommands) -> None:
     run.set_defaults(handler=_run_command)
     chat.set_defaults(handler=_chat_command)
     check.set_defaults(handler=_check_command)
-    add_init_command(commands)
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -156,6 +153,7 @@ def _check(path: Path, settings: Settings, *, as_json: bool, online: bool) -> in
     }
     from bot.cli.check_features import feature_findings  # noqa: PLC0415 - keep `run` light
     from bot.cli.check_findings import offline_findings  # noqa: PLC0415 - keep `run` light
+    from bot.cli.service import program  # noqa: PLC0415 - keep `run` light
 
     findings = [*offline_findings(settings, program()), *feature_findings(settings)]
     probes, online_warnings = asyncio.run(_online_checks(settings)) if online else ([], [])

@@ -142,7 +142,7 @@ PLATFORMS = {
 }
 
 
-def add_init_command(commands: Subcommands) -> None:
+def add_commands(commands: Subcommands) -> None:
     init = commands.add_parser(
         "init", help="write the commented example config, or a short one for one platform"
     )

@@ -14,8 +14,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from agent.checkpoints import checkpointer, copy_checkpoints
+from agent.checkpoints import checkpointer
 from agent.embedded import EmbeddedBackend
+from agent.postgres_checkpoints import copy_checkpoints
 from bot.config.store import StoreSettings
 from bot.errors import StoreError
 from bot.messages import ChatType
