@@ -31,7 +31,7 @@ from bot.pipeline.intake import Intake
 from bot.pipeline.lanes import Lanes
 from bot.pipeline.router import Router
 from bot.pipeline.sessions import Sessions
-from bot.pipeline.turn_hooks import TurnHooks, TurnTools
+from bot.pipeline.turn_hooks import TurnHooks, TurnParts, TurnTools
 from bot.pipeline.turns import TurnDeps, TurnRunner
 from bot.ports import AgentBackend, Channel, Store
 from bot.ports.push import Push
@@ -282,25 +282,11 @@ def _lanes(ground: Ground, delivery: Delivery, parts: TurnParts) -> Lanes:
             store=ground.store,
             agent=ground.agent,
             hub=ground.hub,
-            sessions=parts.sessions,
-            clarifications=parts.clarifications,
             delivery=delivery,
-            tools=parts.tools,
-            hooks=parts.hooks,
+            parts=parts,
         )
     )
     return Lanes(runner, ground.settings().agent.max_concurrent_runs)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnParts:
-    """What a turn uses beyond the ground and delivery: the conversations' parts and what
-    the features' rooms lend it."""
-
-    sessions: Sessions
-    clarifications: Clarifications
-    tools: TurnTools
-    hooks: TurnHooks
 
 
 def _pace(limiter: RateLimiter, channel: Channel) -> None:

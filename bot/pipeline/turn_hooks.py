@@ -4,13 +4,15 @@ pauses for approvals or ends with usage) and how its input is made (design §5, 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.delivery.progress import OutboxSend
 from bot.delivery.replies import ReplyContext
 from bot.messages import ConversationKey, Sender
+from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.group_context import render_context
 from bot.pipeline.lanes import Quiet, TurnRequest
+from bot.pipeline.sessions import Sessions
 from bot.pipeline.uploads import save_uploads
 from bot.ports import Channel, ChannelCapabilities, Turn
 from bot.ports.agent import ApprovalRequest, ModelUsage
@@ -68,6 +70,17 @@ class TurnHooks:
     resumed_ended: Callable[[str], Awaitable[None]] = _nothing
     """A resumed run's turn ended here (answered or failed; not cut off by a stop or a lost
     chat): its run is finished (``ApprovalBook.finished``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnParts:
+    """What a turn uses beyond the ground and delivery: the conversations' parts and what
+    the features' rooms lend it."""
+
+    sessions: Sessions
+    clarifications: Clarifications
+    tools: TurnTools = field(default_factory=TurnTools)
+    hooks: TurnHooks = field(default_factory=TurnHooks)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,7 +14,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from bot.config.settings import Settings
 from bot.delivery.assembly import Delivery
@@ -25,15 +25,12 @@ from bot.errors import AgentError, ChatLost
 from bot.hub import ChannelHub
 from bot.messages import Reaction, utc_now
 from bot.pipeline import revised_turns as revised
-from bot.pipeline.clarifications import Clarifications
 from bot.pipeline.endings import EndingTurn, end_turn
 from bot.pipeline.journal import Journal
 from bot.pipeline.lanes import CancelReason, CancelToken, TurnRequest
-from bot.pipeline.sessions import Sessions
 from bot.pipeline.turn_hooks import (
-    TurnHooks,
     TurnInput,
-    TurnTools,
+    TurnParts,
     TurnUsage,
     asker_of,
     build_turn,
@@ -64,11 +61,8 @@ class TurnDeps:
     store: Store
     agent: AgentBackend
     hub: ChannelHub
-    sessions: Sessions
-    clarifications: Clarifications
     delivery: Delivery
-    tools: TurnTools = field(default_factory=TurnTools)
-    hooks: TurnHooks = field(default_factory=TurnHooks)
+    parts: TurnParts
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,14 +83,14 @@ class TurnRunner:
         self._store = deps.store
         self._agent = deps.agent
         self._hub = deps.hub
-        self._sessions = deps.sessions
+        self._sessions = deps.parts.sessions
         self._outbox = deps.delivery.outbox
         self._limiter = deps.delivery.limiter
-        self._clarifications = deps.clarifications
+        self._clarifications = deps.parts.clarifications
         self._counters = deps.delivery.counters
         self._fence = deps.delivery.fence
-        self._tools = deps.tools
-        self._hooks = deps.hooks
+        self._tools = deps.parts.tools
+        self._hooks = deps.parts.hooks
         self._workspaces = ThreadWorkspaces(lambda: self._settings().workspace_root)
 
     async def __call__(self, request: TurnRequest, token: CancelToken) -> None:

@@ -188,7 +188,7 @@ class ConversationScheduler(TurnScheduler):
 
 
 def turn_schedulers(book: ScheduleBook) -> Callable[[TurnRequest], TurnScheduler | None]:
-    """``TurnDeps.scheduler_for``: each turn's scheduler, bound to its own conversation and
+    """``TurnTools.scheduler_for``: each turn's scheduler, bound to its own conversation and
     auditing as ``agent:<channel>:<user id>`` (who asked)."""
 
     def scheduler_for(request: TurnRequest) -> TurnScheduler | None:
