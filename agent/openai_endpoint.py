@@ -82,11 +82,15 @@ ErrorKinds = type[openai.OpenAIError] | tuple[type[openai.OpenAIError], ...]
 _REASONS: tuple[tuple[ErrorKinds, str], ...] = (
     (openai.APITimeoutError, "The model did not answer in time."),  # before its base class
     (openai.APIConnectionError, "The model endpoint could not be reached."),
-    ((openai.AuthenticationError, openai.PermissionDeniedError),
-     "The model provider rejected the API key."),
-    (openai.RateLimitError,
-     "The model provider is rate-limiting requests; please try again shortly."),
-)  # fmt: skip
+    (
+        (openai.AuthenticationError, openai.PermissionDeniedError),
+        "The model provider rejected the API key.",
+    ),
+    (
+        openai.RateLimitError,
+        "The model provider is rate-limiting requests; please try again shortly.",
+    ),
+)
 
 
 def endpoint_reason(exc: BaseException) -> str | None:
